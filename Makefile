@@ -1,0 +1,51 @@
+# kube-pysched developer entry points. `make test` is what CI runs (.ci/run).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install lint unit e2e test demo cluster-build cluster-up cluster-down e2e-kind bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lint: install
+	$(VENV)/bin/ruff check scheduler tests e2e
+	$(VENV)/bin/ruff format --check scheduler tests e2e
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+unit: install
+	$(PY) -m pytest -q tests
+
+# Builds the pinned control plane into ~/.cache/kube-pysched (once per version).
+cluster-build: install
+	$(PY) -m e2e.cluster build
+
+e2e: install cluster-build
+	$(PY) -m pytest -q -p no:cacheprovider e2e
+
+test: lint unit e2e
+
+cluster-up: install cluster-build
+	$(PY) -m e2e.cluster up
+
+cluster-down: install
+	$(PY) -m e2e.cluster down
+
+demo: install cluster-build
+	$(PY) -m e2e.demo
+
+# For hosts with a Docker engine: the same e2e suite against a kind cluster.
+e2e-kind: install
+	kind create cluster --name kube-pysched --config e2e/kind-config.yaml --kubeconfig $(CURDIR)/.kind-kubeconfig
+	KUBECONFIG=$(CURDIR)/.kind-kubeconfig $(PY) -m pytest -q -p no:cacheprovider e2e; \
+	  rc=$$?; kind delete cluster --name kube-pysched; exit $$rc
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

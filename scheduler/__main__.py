@@ -1,0 +1,5 @@
+"""Allows `python -m scheduler`."""
+
+from scheduler.cmd.cli import main
+
+raise SystemExit(main())

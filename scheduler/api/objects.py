@@ -1,0 +1,174 @@
+"""Typed, slotted views of the API objects the scheduler reads.
+
+Only the fields scheduling needs are kept. Objects are treated as immutable once parsed;
+code that needs a changed pod (assume, nominate) makes a shallow copy with `replace_pod`.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.api.labels import LabelSelector, NodeSelector, PreferredSchedulingTerm
+from scheduler.api.resources import Resource
+
+NO_SCHEDULE = "NoSchedule"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+NO_EXECUTE = "NoExecute"
+
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+PREEMPT_NEVER = "Never"
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def to_string(self) -> str:
+        """As v1.Taint.ToString(): key=value:effect, key:effect when value is empty."""
+        if self.value:
+            return f"{self.key}={self.value}:{self.effect}"
+        return f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: Taint) -> bool:
+        """As v1.Toleration.ToleratesTaint (empty effect and key are wildcards)."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        return self.operator == "Exists"
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A container port that binds on the node."""
+
+    ip: str
+    protocol: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(slots=True, eq=False)
+class Pod:
+    """A pod as the scheduler sees it. `requests` and the non-zero values are precomputed."""
+
+    uid: str
+    namespace: str
+    name: str
+    resource_version: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    owner_references: tuple[OwnerReference, ...] = ()
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    node_name: str = ""
+    priority: int = 0
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+    node_selector: dict[str, str] = field(default_factory=dict)
+    required_node_affinity: NodeSelector | None = None
+    preferred_node_affinity: tuple[PreferredSchedulingTerm, ...] = ()
+    pod_affinity: dict[str, Any] | None = None  # raw podAffinity/podAntiAffinity, for plugins
+    tolerations: tuple[Toleration, ...] = ()
+    scheduling_gates: tuple[str, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    images: tuple[str, ...] = ()
+    requests: Resource = field(default_factory=Resource)
+    non0_cpu: int = 0
+    non0_mem: int = 0
+    termination_grace_period_seconds: int | None = None
+    creation_timestamp: float = 0.0
+    deletion_timestamp: float | None = None
+    phase: str = "Pending"
+    nominated_node_name: str = ""
+    start_time: float | None = None
+    conditions: tuple[PodCondition, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """namespace/name, the key every log line and map uses."""
+        return f"{self.namespace}/{self.name}"
+
+    def condition(self, type_: str) -> PodCondition | None:
+        for cond in self.conditions:
+            if cond.type == type_:
+                return cond
+        return None
+
+    def controller_ref(self) -> OwnerReference | None:
+        for ref in self.owner_references:
+            if ref.controller:
+                return ref
+        return None
+
+
+def replace_pod(pod: Pod, **changes: Any) -> Pod:
+    """A shallow copy of `pod` with some fields changed (assume, nominate)."""
+    clone = copy.copy(pod)
+    for name, val in changes.items():
+        setattr(clone, name, val)
+    return clone
+
+
+@dataclass(frozen=True, slots=True)
+class ImageState:
+    names: tuple[str, ...]
+    size_bytes: int
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    condition_statuses: dict[str, str] = field(default_factory=dict)
+    allocatable: Resource = field(default_factory=Resource)
+    images: tuple[ImageState, ...] = ()
+
+
+@dataclass(slots=True, eq=False)
+class PodDisruptionBudget:
+    namespace: str
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    selector: LabelSelector | None = None
+    disruptions_allowed: int = 0
+    disrupted_pods: frozenset[str] = frozenset()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

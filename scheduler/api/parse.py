@@ -1,0 +1,216 @@
+"""API JSON (already decoded) to the internal objects.
+
+Raises ParseError with the offending field path; the informer records it and skips the object,
+so one malformed object never stops the scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from scheduler.api.labels import (
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    SelectorError,
+)
+from scheduler.api.objects import (
+    DEFAULT_SCHEDULER_NAME,
+    PREEMPT_LOWER_PRIORITY,
+    HostPort,
+    ImageState,
+    Node,
+    OwnerReference,
+    Pod,
+    PodCondition,
+    PodDisruptionBudget,
+    Taint,
+    Toleration,
+)
+from scheduler.api.pod_resources import compute_pod_resources
+from scheduler.api.quantity import QuantityError
+from scheduler.api.resources import Resource
+
+Json = Mapping[str, Any]
+
+
+class ParseError(ValueError):
+    """An API object the scheduler cannot use; the message names the field."""
+
+
+@lru_cache(maxsize=65536)
+def parse_time(text: str | None) -> float | None:
+    """RFC 3339 timestamp to seconds since the epoch."""
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _taints(raw: list[Json] | None) -> tuple[Taint, ...]:
+    return tuple(
+        Taint(t.get("key", ""), t.get("value", "") or "", t.get("effect", "")) for t in raw or ()
+    )
+
+
+def _tolerations(raw: list[Json] | None) -> tuple[Toleration, ...]:
+    return tuple(
+        Toleration(
+            t.get("key", "") or "",
+            t.get("operator", "") or "",
+            t.get("value", "") or "",
+            t.get("effect", "") or "",
+            t.get("tolerationSeconds"),
+        )
+        for t in raw or ()
+    )
+
+
+def _host_ports(spec: Json) -> tuple[HostPort, ...]:
+    ports = []
+    for group in ("initContainers", "containers"):
+        for container in spec.get(group) or ():
+            if group == "initContainers" and container.get("restartPolicy") != "Always":
+                continue
+            for port in container.get("ports") or ():
+                host_port = port.get("hostPort") or 0
+                if host_port > 0:
+                    ports.append(
+                        HostPort(
+                            port.get("hostIP") or "0.0.0.0",
+                            port.get("protocol") or "TCP",
+                            host_port,
+                        )
+                    )
+    return tuple(ports)
+
+
+def _node_affinity(
+    affinity: Json | None,
+) -> tuple[NodeSelector | None, tuple[PreferredSchedulingTerm, ...]]:
+    node_affinity = (affinity or {}).get("nodeAffinity") or {}
+    required_raw = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = NodeSelector.parse(required_raw) if required_raw is not None else None
+    preferred = tuple(
+        PreferredSchedulingTerm(
+            int(p.get("weight", 0)), NodeSelectorTerm.parse(p.get("preference") or {})
+        )
+        for p in node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+    )
+    return required, preferred
+
+
+def parse_pod(obj: Json) -> Pod:
+    """Builds a Pod from its API JSON."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    try:
+        requests, non0_cpu, non0_mem = compute_pod_resources(obj)
+    except QuantityError as err:
+        raise ParseError(f"spec.containers[].resources: {err}") from err
+    try:
+        required, preferred = _node_affinity(spec.get("affinity"))
+    except SelectorError as err:
+        raise ParseError(f"spec.affinity.nodeAffinity: {err}") from err
+    affinity = spec.get("affinity") or {}
+    pod_affinity = None
+    if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
+        pod_affinity = {
+            k: affinity[k] for k in ("podAffinity", "podAntiAffinity") if affinity.get(k)
+        }
+    priority = spec.get("priority")
+    return Pod(
+        uid=meta.get("uid", ""),
+        namespace=meta.get("namespace", "default"),
+        name=meta.get("name", ""),
+        resource_version=meta.get("resourceVersion", ""),
+        labels=meta.get("labels") or {},
+        owner_references=tuple(
+            OwnerReference(
+                r.get("kind", ""), r.get("name", ""), r.get("uid", ""), bool(r.get("controller"))
+            )
+            for r in meta.get("ownerReferences") or ()
+        ),
+        scheduler_name=spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME,
+        node_name=spec.get("nodeName") or "",
+        priority=int(priority) if priority is not None else 0,
+        preemption_policy=spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY,
+        node_selector=spec.get("nodeSelector") or {},
+        required_node_affinity=required,
+        preferred_node_affinity=preferred,
+        pod_affinity=pod_affinity,
+        tolerations=_tolerations(spec.get("tolerations")),
+        scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or ()),
+        host_ports=_host_ports(spec),
+        images=tuple(c.get("image", "") for c in spec.get("containers") or () if c.get("image")),
+        requests=requests,
+        non0_cpu=non0_cpu,
+        non0_mem=non0_mem,
+        termination_grace_period_seconds=spec.get("terminationGracePeriodSeconds"),
+        creation_timestamp=parse_time(meta.get("creationTimestamp")) or 0.0,
+        deletion_timestamp=parse_time(meta.get("deletionTimestamp")),
+        phase=status.get("phase") or "Pending",
+        nominated_node_name=status.get("nominatedNodeName") or "",
+        start_time=parse_time(status.get("startTime")),
+        conditions=tuple(
+            PodCondition(
+                c.get("type", ""),
+                c.get("status", ""),
+                c.get("reason") or "",
+                c.get("message") or "",
+            )
+            for c in status.get("conditions") or ()
+        ),
+    )
+
+
+def parse_node(obj: Json) -> Node:
+    """Builds a Node from its API JSON."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    try:
+        allocatable = Resource.from_list(status.get("allocatable") or {})
+    except QuantityError as err:
+        raise ParseError(f"status.allocatable: {err}") from err
+    return Node(
+        name=meta.get("name", ""),
+        uid=meta.get("uid", ""),
+        resource_version=meta.get("resourceVersion", ""),
+        labels=meta.get("labels") or {},
+        annotations=meta.get("annotations") or {},
+        taints=_taints(spec.get("taints")),
+        unschedulable=bool(spec.get("unschedulable")),
+        condition_statuses={
+            c.get("type", ""): c.get("status", "") for c in status.get("conditions") or ()
+        },
+        allocatable=allocatable,
+        images=tuple(
+            ImageState(tuple(img.get("names") or ()), int(img.get("sizeBytes") or 0))
+            for img in status.get("images") or ()
+        ),
+    )
+
+
+def parse_pdb(obj: Json) -> PodDisruptionBudget:
+    """Builds a PodDisruptionBudget from its API JSON."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    try:
+        selector = LabelSelector.parse(spec.get("selector"))
+    except SelectorError as err:
+        raise ParseError(f"spec.selector: {err}") from err
+    return PodDisruptionBudget(
+        namespace=meta.get("namespace", "default"),
+        name=meta.get("name", ""),
+        uid=meta.get("uid", ""),
+        resource_version=meta.get("resourceVersion", ""),
+        selector=selector,
+        disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
+        disrupted_pods=frozenset((status.get("disruptedPods") or {}).keys()),
+    )

@@ -1,0 +1,1 @@
+"""Synchronous scheduler state machines: the scheduling queue and the node/pod cache."""

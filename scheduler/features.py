@@ -1,0 +1,50 @@
+"""Feature gates, with kube-scheduler's names and defaults (v1.37)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# name -> default. Only gates that change kube-pysched's behaviour are listed.
+DEFAULTS: Mapping[str, bool] = {
+    "SchedulerQueueingHints": True,
+    "SchedulerPopFromBackoffQ": True,
+    "SchedulerAsyncPreemption": True,
+    "PodLevelResources": True,
+    "InPlacePodVerticalScaling": True,
+}
+
+
+class FeatureGateError(ValueError):
+    """An unknown gate or a malformed --feature-gates value."""
+
+
+class FeatureGates:
+    """Immutable set of gate values; unknown names are rejected, as kube-scheduler does."""
+
+    def __init__(self, overrides: Mapping[str, bool] | None = None) -> None:
+        values = dict(DEFAULTS)
+        for name, value in (overrides or {}).items():
+            if name not in DEFAULTS:
+                known = ", ".join(sorted(DEFAULTS))
+                raise FeatureGateError(f"unrecognized feature gate: {name} (known: {known})")
+            values[name] = value
+        self._values = values
+
+    @classmethod
+    def parse(cls, text: str) -> FeatureGates:
+        """Parses "A=true,B=false" as given to --feature-gates."""
+        overrides: dict[str, bool] = {}
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            name, sep, raw = item.partition("=")
+            if not sep or raw.lower() not in ("true", "false"):
+                raise FeatureGateError(
+                    f"invalid value of {item!r} in --feature-gates: expected Name=true|false"
+                )
+            overrides[name.strip()] = raw.lower() == "true"
+        return cls(overrides)
+
+    def enabled(self, name: str) -> bool:
+        return self._values[name]
+
+    def as_dict(self) -> dict[str, bool]:
+        return dict(self._values)

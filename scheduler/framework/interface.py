@@ -1,0 +1,250 @@
+"""Plugin interfaces for every extension point, and the Handle plugins receive.
+
+A plugin is any object with a `name` attribute that implements one or more of these methods;
+the runtime finds them with isinstance checks once, when a profile is built. Hot-path methods
+return None for success. The optional `filter_batch`/`score_batch` methods compute a whole
+column at once from the NodeTable; the runtime falls back to the per-node method when a plugin
+has no batch form or returns None from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.api.objects import Pod, PodDisruptionBudget
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.status import Status
+from scheduler.framework.types import (
+    NodeInfo,
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPodInfo,
+)
+
+if TYPE_CHECKING:
+    from scheduler.features import FeatureGates
+
+ScoreColumn = npt.NDArray[np.int64]
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: Pod) -> Status | None: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Plugin, Protocol):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
+
+    def sort_key(self, info: QueuedPodInfo) -> Any:
+        """A key such that key(a) < key(b) iff less(a, b); lets the heap avoid cmp_to_key."""
+        ...
+
+
+@runtime_checkable
+class EnqueueExtensions(Plugin, Protocol):
+    def events_to_register(self) -> list[ClusterEventWithHint]: ...
+
+
+@runtime_checkable
+class PreFilterExtensions(Protocol):
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]: ...
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None: ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    def filter_batch(self, state: CycleState, pod: Pod, table: NodeTable) -> BoolColumn | None:
+        """True where `filter` would succeed, for every row; None to fall back to `filter`."""
+        ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None: ...
+
+
+@runtime_checkable
+class ScoreExtensions(Protocol):
+    def normalize_score(self, state: CycleState, pod: Pod, scores: ScoreColumn) -> Status | None:
+        """Rewrites `scores` (one per feasible node, in order) in place into [0, 100]."""
+        ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | Status: ...
+
+    def score_extensions(self) -> ScoreExtensions | None: ...
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    def score_batch(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
+    ) -> ScoreColumn | None:
+        """Scores of the given rows; None to fall back to `score`."""
+        ...
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    def permit(
+        self, state: CycleState, pod: Pod, node_name: str
+    ) -> tuple[Status | None, float]: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class BindPlugin(Plugin, Protocol):
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+class WaitingPod(Protocol):
+    pod: Pod
+
+    def allow(self, plugin: str) -> None: ...
+
+    def reject(self, plugin: str, message: str) -> None: ...
+
+    def pending_plugins(self) -> list[str]: ...
+
+
+class SnapshotLister(Protocol):
+    """Read access to the current scheduling cycle's snapshot."""
+
+    def list(self) -> list[NodeInfo]: ...
+
+    def get(self, node_name: str) -> NodeInfo | None: ...
+
+    @property
+    def table(self) -> NodeTable: ...
+
+
+class PodNominator(Protocol):
+    def add_nominated_pod(self, pod: Pod, nominated_node_name: str) -> None: ...
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None: ...
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
+
+
+class ApiActions(Protocol):
+    """The API calls plugins may make; implemented by the client layer (scheduler/client)."""
+
+    def bind(self, pod: Pod, node_name: str) -> None: ...
+
+    def delete_pod(self, pod: Pod, grace_period_seconds: int | None = None) -> None: ...
+
+    def patch_pod_status(self, pod: Pod, patch: Mapping[str, Any]) -> None: ...
+
+
+class EventRecorder(Protocol):
+    def eventf(
+        self,
+        regarding: Pod,
+        related: Pod | None,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+    ) -> None: ...
+
+
+class Handle(Protocol):
+    """What the framework gives every plugin at construction."""
+
+    profile_name: str
+    features: FeatureGates
+
+    def snapshot(self) -> SnapshotLister: ...
+
+    @property
+    def api(self) -> ApiActions: ...
+
+    @property
+    def nominator(self) -> PodNominator: ...
+
+    @property
+    def event_recorder(self) -> EventRecorder: ...
+
+    def pdbs(self) -> list[PodDisruptionBudget]: ...
+
+    def activate(self, pods: Iterable[Pod]) -> None: ...
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def iterate_over_waiting_pods(self, fn: Callable[[WaitingPod], None]) -> None: ...
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
+# A plugin factory: (decoded args or None, handle) -> plugin instance.
+PluginFactory = Callable[[Any, Handle], Plugin]

@@ -1,0 +1,296 @@
+"""Core framework data: per-node aggregates, queued pod info, filter/score results, fit errors."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from scheduler.api.objects import Node, Pod
+from scheduler.api.resources import Resource
+from scheduler.framework.events import ClusterEvent
+from scheduler.framework.status import Code, Status
+
+_generation = itertools.count(1)
+
+
+def next_generation() -> int:
+    """A process-wide increasing counter; a NodeInfo's generation changes on every mutation."""
+    return next(_generation)
+
+
+DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
+
+
+class HostPortInfo:
+    """Host ports in use on a node: ip -> {(protocol, port): count}."""
+
+    __slots__ = ("_ports",)
+
+    def __init__(self) -> None:
+        self._ports: dict[str, dict[tuple[str, int], int]] = {}
+
+    def add(self, ip: str, protocol: str, port: int) -> None:
+        if port <= 0:
+            return
+        ip, protocol = ip or DEFAULT_BIND_ALL_HOST_IP, protocol or "TCP"
+        by_ip = self._ports.setdefault(ip, {})
+        by_ip[(protocol, port)] = by_ip.get((protocol, port), 0) + 1
+
+    def remove(self, ip: str, protocol: str, port: int) -> None:
+        if port <= 0:
+            return
+        ip, protocol = ip or DEFAULT_BIND_ALL_HOST_IP, protocol or "TCP"
+        by_ip = self._ports.get(ip)
+        if not by_ip:
+            return
+        count = by_ip.get((protocol, port), 0) - 1
+        if count > 0:
+            by_ip[(protocol, port)] = count
+        else:
+            by_ip.pop((protocol, port), None)
+            if not by_ip:
+                del self._ports[ip]
+
+    def check_conflict(self, ip: str, protocol: str, port: int) -> bool:
+        """As HostPortInfo.CheckConflict: 0.0.0.0 conflicts with every IP on the same port."""
+        if port <= 0:
+            return False
+        ip, protocol = ip or DEFAULT_BIND_ALL_HOST_IP, protocol or "TCP"
+        key = (protocol, port)
+        if ip == DEFAULT_BIND_ALL_HOST_IP:
+            return any(key in by_ip for by_ip in self._ports.values())
+        for candidate in (DEFAULT_BIND_ALL_HOST_IP, ip):
+            by_ip = self._ports.get(candidate)
+            if by_ip and key in by_ip:
+                return True
+        return False
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._ports.values())
+
+    def clone(self) -> HostPortInfo:
+        copy = HostPortInfo()
+        copy._ports = {ip: dict(ports) for ip, ports in self._ports.items()}
+        return copy
+
+
+class NodeInfo:
+    """Everything the scheduler aggregates about one node: its pods and what they request.
+
+    `requested` counts real requests (fit); `non_zero_requested` applies the 100m/200Mi defaults
+    to cpu/memory (spreading scores). Every mutation bumps `generation` so snapshots copy only
+    changed nodes.
+    """
+
+    __slots__ = (
+        "allocatable",
+        "generation",
+        "node",
+        "non_zero_requested",
+        "pods",
+        "requested",
+        "used_ports",
+    )
+
+    def __init__(self, node: Node | None = None) -> None:
+        self.node: Node | None = node
+        self.pods: list[Pod] = []
+        self.requested = Resource()
+        self.non_zero_requested = Resource()
+        self.allocatable = node.allocatable if node is not None else Resource()
+        self.used_ports = HostPortInfo()
+        self.generation = next_generation()
+
+    @property
+    def name(self) -> str:
+        return self.node.name if self.node is not None else ""
+
+    def set_node(self, node: Node) -> None:
+        self.node = node
+        self.allocatable = node.allocatable
+        self.generation = next_generation()
+
+    def remove_node(self) -> None:
+        self.node = None
+        self.generation = next_generation()
+
+    def add_pod(self, pod: Pod) -> None:
+        self.pods.append(pod)
+        self._update(pod, 1)
+
+    def remove_pod(self, pod: Pod) -> bool:
+        """Removes the pod with the same UID; False when it was not on this node."""
+        for i, existing in enumerate(self.pods):
+            if existing.uid == pod.uid:
+                last = self.pods.pop()
+                if i < len(self.pods):
+                    self.pods[i] = last
+                self._update(existing, -1)
+                return True
+        return False
+
+    def _update(self, pod: Pod, sign: int) -> None:
+        self.requested.add(pod.requests, sign)
+        self.requested.allowed_pod_number = 0
+        self.non_zero_requested.milli_cpu += sign * pod.non0_cpu
+        self.non_zero_requested.memory += sign * pod.non0_mem
+        for port in pod.host_ports:
+            if sign > 0:
+                self.used_ports.add(port.ip, port.protocol, port.port)
+            else:
+                self.used_ports.remove(port.ip, port.protocol, port.port)
+        self.generation = next_generation()
+
+    def snapshot(self) -> NodeInfo:
+        """A copy that later mutations of self do not affect (pods are shared, immutable)."""
+        copy = NodeInfo.__new__(NodeInfo)
+        copy.node = self.node
+        copy.pods = list(self.pods)
+        copy.requested = self.requested.clone()
+        copy.non_zero_requested = self.non_zero_requested.clone()
+        copy.allocatable = self.allocatable
+        copy.used_ports = self.used_ports.clone()
+        copy.generation = self.generation
+        return copy
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name!r}, pods={len(self.pods)}, requested={self.requested!r})"
+
+
+@dataclass(slots=True, eq=False)
+class QueuedPodInfo:
+    """A pod in the scheduling queue with what the queue knows about its history."""
+
+    pod: Pod
+    timestamp: float = 0.0
+    attempts: int = 0
+    unschedulable_count: int = 0
+    consecutive_errors_count: int = 0
+    backoff_expiration: float = 0.0
+    initial_attempt_timestamp: float | None = None
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    gating_plugin: str = ""
+    gating_plugin_events: tuple[ClusterEvent, ...] = ()
+    was_flushed_from_unschedulable: bool = False
+
+    @property
+    def gated(self) -> bool:
+        return bool(self.gating_plugin)
+
+    @property
+    def key(self) -> str:
+        return self.pod.key
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """A PreFilter plugin's narrowing of the candidate nodes; None node_names means all."""
+
+    node_names: frozenset[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.all_nodes():
+            return self
+        if self.all_nodes():
+            return other
+        assert self.node_names is not None and other.node_names is not None
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+class NominatingMode:
+    NOOP = 0
+    OVERRIDE = 1
+
+
+@dataclass(frozen=True, slots=True)
+class NominatingInfo:
+    nominated_node_name: str = ""
+    mode: int = NominatingMode.NOOP
+
+
+# Clears status.nominatedNodeName (after a failure that nominated nothing).
+CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.OVERRIDE)
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    nominating_info: NominatingInfo | None = None
+
+
+class NodeToStatus:
+    """Filter outcomes per node name; nodes not listed get `absent_status`.
+
+    kube-scheduler's NodeToStatus: when PreFilter narrowed the candidate set, nodes outside it
+    are UnschedulableAndUnresolvable without being listed.
+    """
+
+    __slots__ = ("_map", "absent_status")
+
+    def __init__(self) -> None:
+        self._map: dict[str, Status] = {}
+        self.absent_status: Status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def set(self, node_name: str, status: Status) -> None:
+        self._map[node_name] = status
+
+    def get(self, node_name: str) -> Status:
+        return self._map.get(node_name, self.absent_status)
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def items(self) -> Iterator[tuple[str, Status]]:
+        return iter(self._map.items())
+
+    def nodes_for_code(self, code: Code, all_nodes: Iterable[str]) -> list[str]:
+        return [name for name in all_nodes if self.get(name).code == code]
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod did not fit: per-node statuses and the plugins that rejected it."""
+
+    node_to_status: NodeToStatus = field(default_factory=NodeToStatus)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+
+class FitError(Exception):
+    """The pod fits on no node; `message` follows kube-scheduler's format exactly."""
+
+    def __init__(self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        super().__init__()
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+
+    def __str__(self) -> str:
+        return self.message()
+
+    def message(self) -> str:
+        """As FitError.Error(): reason counts sorted as strings, absent nodes included."""
+        text = f"0/{self.num_all_nodes} nodes are available:"
+        diag = self.diagnosis
+        if diag.pre_filter_msg:
+            text += f" {diag.pre_filter_msg}."
+        else:
+            counts: dict[str, int] = {}
+            for _, status in diag.node_to_status.items():
+                for reason in status.reasons:
+                    counts[reason] = counts.get(reason, 0) + 1
+            absent = self.num_all_nodes - len(diag.node_to_status)
+            if absent > 0:
+                for reason in diag.node_to_status.absent_status.reasons:
+                    counts[reason] = counts.get(reason, 0) + absent
+            if counts:
+                text += " " + ", ".join(sorted(f"{n} {r}" for r, n in counts.items())) + "."
+        if diag.post_filter_msg:
+            text += f" {diag.post_filter_msg}"
+        return text

@@ -1,0 +1,87 @@
+"""Pods held at Permit: each waits until every plugin that said Wait allows it, one rejects it,
+or a plugin's timeout passes."""
+
+from __future__ import annotations
+
+import threading
+
+from scheduler.api.objects import Pod
+from scheduler.framework.status import Code, Status
+
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+
+
+class WaitingPod:
+    """A pod in WaitOnPermit; allow/reject may come from any thread (plugins, timers)."""
+
+    def __init__(self, pod: Pod, plugin_timeouts: dict[str, float]) -> None:
+        self.pod = pod
+        self._lock = threading.Lock()
+        self._pending = set(plugin_timeouts)
+        self._done = threading.Event()
+        self._result: Status | None = None
+        self._timers = []
+        for plugin, timeout in plugin_timeouts.items():
+            timer = threading.Timer(
+                min(timeout, MAX_PERMIT_TIMEOUT),
+                self.reject,
+                args=(
+                    plugin,
+                    f"rejected due to timeout after waiting {timeout}s at plugin {plugin}",
+                ),
+            )
+            timer.daemon = True
+            self._timers.append(timer)
+            timer.start()
+
+    def pending_plugins(self) -> list[str]:
+        with self._lock:
+            return sorted(self._pending)
+
+    def allow(self, plugin: str) -> None:
+        with self._lock:
+            self._pending.discard(plugin)
+            if self._pending or self._done.is_set():
+                return
+            self._finish(Status())
+
+    def reject(self, plugin: str, message: str) -> None:
+        with self._lock:
+            if self._done.is_set():
+                return
+            self._finish(Status(Code.UNSCHEDULABLE, message, plugin=plugin))
+
+    def _finish(self, status: Status) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        self._result = status
+        self._done.set()
+
+    def wait(self) -> Status:
+        self._done.wait()
+        assert self._result is not None
+        return self._result
+
+
+class WaitingPods:
+    """uid -> WaitingPod, shared by a profile's framework and its plugins."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pods: dict[str, WaitingPod] = {}
+
+    def add(self, waiting: WaitingPod) -> None:
+        with self._lock:
+            self._pods[waiting.pod.uid] = waiting
+
+    def remove(self, uid: str) -> None:
+        with self._lock:
+            self._pods.pop(uid, None)
+
+    def get(self, uid: str) -> WaitingPod | None:
+        with self._lock:
+            return self._pods.get(uid)
+
+    def all(self) -> list[WaitingPod]:
+        with self._lock:
+            return list(self._pods.values())
