@@ -27,8 +27,10 @@ unit: install
 cluster-build: install
 	$(PY) -m e2e.cluster build
 
+# Always the local control plane: a developer's $KUBECONFIG must not become the test target
+# by accident (`pytest e2e` itself honours $KUBECONFIG; see docs/testing.md and e2e-kind).
 e2e: install cluster-build
-	$(PY) -m pytest -q -p no:cacheprovider e2e
+	env -u KUBECONFIG $(PY) -m pytest -q -p no:cacheprovider e2e
 
 test: lint unit e2e
 
@@ -37,6 +39,10 @@ cluster-up: install cluster-build
 
 cluster-down: install
 	$(PY) -m e2e.cluster down
+
+.PHONY: cluster-status
+cluster-status: install
+	$(PY) -m e2e.cluster status
 
 demo: install cluster-build
 	$(PY) -m e2e.demo

@@ -182,3 +182,39 @@ pending_async_api_calls = Gauge(
     ["call_type"],
     registry=REGISTRY,
 )
+
+# client-go's REST client metrics (component-base registers them for kube-scheduler).
+_REST_CLIENT_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0]
+rest_client_requests = Counter(
+    "rest_client_requests_total",
+    "Number of HTTP requests, partitioned by status code, method, and host.",
+    ["code", "method", "host"],
+    registry=REGISTRY,
+)
+rest_client_request_duration = Histogram(
+    "rest_client_request_duration_seconds",
+    "Request latency in seconds. Broken down by verb, and host.",
+    ["verb", "host"],
+    buckets=_REST_CLIENT_BUCKETS,
+    registry=REGISTRY,
+)
+rest_client_rate_limiter_duration = Histogram(
+    "rest_client_rate_limiter_duration_seconds",
+    "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+    ["verb", "host"],
+    buckets=_REST_CLIENT_BUCKETS,
+    registry=REGISTRY,
+)
+events_dropped = Counter(
+    "kube_pysched_events_dropped_total",
+    "Events not sent because the event recorder's buffer was full.",
+    registry=REGISTRY,
+)
+leader_election_master_status = Gauge(
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
+    "indicates master. 'name' is the string used to identify the lease. Please make sure to "
+    "group by name.",
+    ["name"],
+    registry=REGISTRY,
+)

@@ -26,7 +26,9 @@ def test_empty_selector_matches_everything_and_nil_is_none() -> None:
 
 
 def test_not_in_matches_when_key_missing() -> None:
-    sel = LabelSelector.parse({"matchExpressions": [{"key": "k", "operator": "NotIn", "values": ["v"]}]})
+    sel = LabelSelector.parse(
+        {"matchExpressions": [{"key": "k", "operator": "NotIn", "values": ["v"]}]}
+    )
     assert sel is not None
     assert sel.matches({})
     assert not sel.matches({"k": "v"})
@@ -58,7 +60,11 @@ def test_empty_term_matches_nothing() -> None:
 
 def test_gt_lt_compare_integers_and_reject_non_integer_labels() -> None:
     sel = NodeSelector.parse(
-        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["4"]}]}]}
+        {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["4"]}]}
+            ]
+        }
     )
     assert sel.matches("n", {"cores": "8"})
     assert not sel.matches("n", {"cores": "4"})

@@ -1,0 +1,1 @@
+"""End-to-end tests and the local control-plane harness they run against."""

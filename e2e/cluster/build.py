@@ -1,0 +1,322 @@
+"""Build the pinned control-plane binaries from Go modules into a per-version cache.
+
+Why a generated wrapper module: k8s.io/kubernetes cannot be ``go install``-ed because its
+go.mod replaces the staging modules with local directories. A tiny module that requires
+k8s.io/kubernetes and replaces each staging module with its published v0.X.Y version builds
+the real upstream commands, and etcd links from the very same dependency graph.
+
+The build runs once per version: a stamp file is written only after every binary was built
+and answered ``--version``; anything without a stamp is rebuilt from scratch. The Go module
+and build caches stay in Go's default places so that they are shared with other builds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+from e2e.cluster.versions import (
+    GO_DIRECTIVE,
+    KUBERNETES_VERSION,
+    KWOK_VERSION,
+    cache_key,
+    staging_version,
+)
+
+#: Every binary a finished build provides.
+BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "kwok",
+)
+
+#: Kubernetes commands built from k8s.io/kubernetes (etcd and kwok are built separately).
+K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+
+STAMP_NAME = "build-complete.json"
+WRAPPER_MODULE = "kube-pysched/controlplane"
+
+
+class BuildError(RuntimeError):
+    """The Go toolchain failed; the message carries the tail of the build log."""
+
+
+def cache_root() -> Path:
+    """Root of the cache: $KUBE_PYSCHED_CACHE, else $XDG_CACHE_HOME/kube-pysched, else ~/.cache."""
+    override = os.environ.get("KUBE_PYSCHED_CACHE")
+    if override:
+        return Path(override).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return (base / "kube-pysched").resolve()
+
+
+def version_dir(
+    kubernetes_version: str = KUBERNETES_VERSION, kwok_version: str = KWOK_VERSION
+) -> Path:
+    """Directory holding one version's sources, build log, stamp and binaries."""
+    return cache_root() / cache_key(kubernetes_version, kwok_version)
+
+
+def bin_dir_for(
+    kubernetes_version: str = KUBERNETES_VERSION, kwok_version: str = KWOK_VERSION
+) -> Path:
+    """Where the binaries of that version live once built (they may not exist yet)."""
+    return version_dir(kubernetes_version, kwok_version) / "bin"
+
+
+def is_built(
+    kubernetes_version: str = KUBERNETES_VERSION, kwok_version: str = KWOK_VERSION
+) -> bool:
+    """True when a completed build (stamp plus every binary) is in the cache."""
+    vdir = version_dir(kubernetes_version, kwok_version)
+    bin_dir = vdir / "bin"
+    return (vdir / STAMP_NAME).is_file() and all(
+        os.access(bin_dir / name, os.X_OK) for name in BINARIES
+    )
+
+
+def build(
+    kubernetes_version: str = KUBERNETES_VERSION,
+    kwok_version: str = KWOK_VERSION,
+    *,
+    force: bool = False,
+    out: TextIO | None = None,
+) -> Path:
+    """Build every binary once (idempotent) and return the bin directory.
+
+    Concurrent callers serialise on a lock file, so two test sessions starting at the same
+    time do not build twice.
+    """
+    out = out or sys.stderr
+    vdir = version_dir(kubernetes_version, kwok_version)
+    vdir.mkdir(parents=True, exist_ok=True)
+    with _locked(vdir / ".lock"):
+        if not force and is_built(kubernetes_version, kwok_version):
+            return vdir / "bin"
+        _build_locked(vdir, kubernetes_version, kwok_version, out)
+    return vdir / "bin"
+
+
+def ensure_kwok(kwok_version: str = KWOK_VERSION, *, out: TextIO | None = None) -> Path:
+    """Return a kwok binary, building only kwok when no full build is cached.
+
+    Used against an external cluster ($KUBECONFIG), where nothing else is needed.
+    """
+    out = out or sys.stderr
+    full = bin_dir_for(KUBERNETES_VERSION, kwok_version) / "kwok"
+    if is_built(KUBERNETES_VERSION, kwok_version):
+        return full
+    kdir = cache_root() / f"kwok-{kwok_version}"
+    kdir.mkdir(parents=True, exist_ok=True)
+    with _locked(kdir / ".lock"):
+        binary = kdir / "bin" / "kwok"
+        if (kdir / STAMP_NAME).is_file() and os.access(binary, os.X_OK):
+            return binary
+        log = kdir / "build.log"
+        log.write_text("")
+        _install_kwok(kwok_version, kdir / "bin", log, out)
+        _write_stamp(kdir, {"kwok": kwok_version})
+        return binary
+
+
+# --- internals -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _go() -> str:
+    found = shutil.which("go") or (
+        "/usr/local/go/bin/go" if os.access("/usr/local/go/bin/go", os.X_OK) else None
+    )
+    if not found:
+        raise BuildError("the Go toolchain ('go') is needed to build the control plane")
+    return found
+
+
+def _go_env() -> dict[str, str]:
+    # GOWORK=off: a go.work in a parent directory must not capture the wrapper module.
+    env = dict(os.environ, GOWORK="off")
+    env.setdefault("GOTOOLCHAIN", "auto")
+    return env
+
+
+def _build_locked(vdir: Path, k8s: str, kwok: str, out: TextIO) -> None:
+    stamp = vdir / STAMP_NAME
+    stamp.unlink(missing_ok=True)
+    partial = vdir / "bin.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    log = vdir / "build.log"
+    log.write_text(f"building Kubernetes {k8s} and kwok {kwok}\n")
+    timings: dict[str, float] = {}
+
+    src = vdir / "src"
+    shutil.rmtree(src, ignore_errors=True)
+    started = time.monotonic()
+    print(f"[cluster-build] building into {vdir} (log: {log})", file=out, flush=True)
+    _write_wrapper_module(src, k8s, log, out)
+    _run([_go(), "mod", "tidy"], src, log, out)
+    timings["tidy"] = _step(out, "generate wrapper module + go mod tidy", started)
+
+    t0 = time.monotonic()
+    pkgs = [f"k8s.io/kubernetes/cmd/{c}" for c in K8S_COMMANDS] + ["./cmd/etcd"]
+    _run(
+        [_go(), "build", "-trimpath", "-ldflags", _k8s_ldflags(k8s), "-o", f"{partial}/", *pkgs],
+        src,
+        log,
+        out,
+    )
+    timings["go_build"] = _step(out, "go build (k8s + etcd)", t0)
+
+    t0 = time.monotonic()
+    _install_kwok(kwok, partial, log, out)
+    timings["kwok"] = _step(out, "go install kwok", t0)
+
+    _verify(partial, log, out)
+    final = vdir / "bin"
+    shutil.rmtree(final, ignore_errors=True)
+    partial.rename(final)
+    timings["total"] = time.monotonic() - started
+    _write_stamp(vdir, {"kubernetes": k8s, "kwok": kwok, "seconds": timings})
+    print(f"[cluster-build] done in {timings['total']:.0f}s -> {final}", file=out, flush=True)
+
+
+def _step(out: TextIO, what: str, t0: float) -> float:
+    elapsed = time.monotonic() - t0
+    print(f"[cluster-build] {what}: {elapsed:.1f}s", file=out, flush=True)
+    return elapsed
+
+
+def _write_wrapper_module(src: Path, k8s: str, log: Path, out: TextIO) -> None:
+    """Generate go.mod, a tools.go that pins the commands, and the etcd main package."""
+    (src / "cmd" / "etcd").mkdir(parents=True)
+    staging = staging_version(k8s)
+    replaces = _staging_modules(k8s, src.parent, log, out)
+    lines = [
+        f"module {WRAPPER_MODULE}",
+        "",
+        f"go {GO_DIRECTIVE}",
+        "",
+        f"require k8s.io/kubernetes {k8s}",
+        "",
+        *(f"replace {mod} => {mod} {staging}" for mod in replaces),
+        "",
+    ]
+    (src / "go.mod").write_text("\n".join(lines))
+    imports = "\n".join(f'\t_ "k8s.io/kubernetes/cmd/{c}"' for c in K8S_COMMANDS)
+    (src / "tools.go").write_text(
+        "//go:build tools\n\n// Package tools pins the commands built from this module.\n"
+        f"package tools\n\nimport (\n{imports}\n)\n"
+    )
+    (src / "cmd" / "etcd" / "main.go").write_text(
+        "// Command etcd is etcd's own main, linked against the Kubernetes dependency graph.\n"
+        'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\n'
+        "func main() { etcdmain.Main(os.Args) }\n"
+    )
+
+
+def _staging_modules(k8s: str, cwd: Path, log: Path, out: TextIO) -> list[str]:
+    """Modules that k8s.io/kubernetes replaces with ./staging directories."""
+    info = _run([_go(), "mod", "download", "-json", f"k8s.io/kubernetes@{k8s}"], cwd, log, out)
+    gomod = Path(json.loads(info)["GoMod"]).read_text()
+    mods: list[str] = []
+    in_block = False
+    for raw in gomod.splitlines():
+        line = raw.strip()
+        if line.startswith("replace ("):
+            in_block = True
+            continue
+        if in_block and line == ")":
+            in_block = False
+            continue
+        body = line.removeprefix("replace ").strip() if not in_block else line
+        if (in_block or line.startswith("replace ")) and "=> ./staging/" in body:
+            mods.append(body.split()[0])
+    if not mods:
+        raise BuildError(f"found no staging replaces in k8s.io/kubernetes@{k8s}'s go.mod")
+    return mods
+
+
+def _k8s_ldflags(k8s: str) -> str:
+    """Strip symbols and stamp the release version the way Kubernetes' own build does."""
+    major, minor, _ = k8s.removeprefix("v").split(".", 2)
+    values = {
+        "gitVersion": k8s,
+        "gitMajor": major,
+        "gitMinor": minor,
+        "gitTreeState": "clean",
+    }
+    flags = ["-s", "-w"]
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {pkg}.{key}={val}" for key, val in values.items()]
+    return " ".join(flags)
+
+
+def _install_kwok(kwok: str, dest: Path, log: Path, out: TextIO) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    env = dict(_go_env(), GOBIN=str(dest))
+    _run(
+        [_go(), "install", "-trimpath", "-ldflags=-s -w", f"sigs.k8s.io/kwok/cmd/kwok@{kwok}"],
+        dest,
+        log,
+        out,
+        env=env,
+    )
+
+
+def _verify(bin_dir: Path, log: Path, out: TextIO) -> None:
+    """Every binary must at least start and print its version before the stamp is written."""
+    for name in BINARIES:
+        args = ["version", "--client"] if name == "kubectl" else ["--version"]
+        _run([str(bin_dir / name), *args], bin_dir, log, out)
+
+
+def _write_stamp(vdir: Path, data: dict[str, object]) -> None:
+    tmp = vdir / (STAMP_NAME + ".tmp")
+    tmp.write_text(json.dumps(dict(data, built_at=time.time()), indent=2) + "\n")
+    tmp.rename(vdir / STAMP_NAME)
+
+
+def _run(
+    cmd: list[str], cwd: Path, log: Path, out: TextIO, env: dict[str, str] | None = None
+) -> str:
+    """Run a build command, appending its output to the build log; return its stdout."""
+    with log.open("a") as fh:
+        fh.write(f"$ (cd {cwd} && {' '.join(cmd)})\n")
+        fh.flush()
+        proc = subprocess.run(
+            cmd,
+            cwd=cwd,
+            env=env or _go_env(),
+            stdout=subprocess.PIPE,
+            stderr=fh,
+            text=True,
+            check=False,
+        )
+        fh.write(proc.stdout)
+    if proc.returncode != 0:
+        tail = "\n".join(log.read_text().splitlines()[-40:])
+        print(tail, file=out)
+        raise BuildError(f"{' '.join(cmd[:3])} failed (exit {proc.returncode}); log: {log}")
+    return proc.stdout

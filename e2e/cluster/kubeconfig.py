@@ -1,0 +1,51 @@
+"""Write kubeconfig files for the harness' clients (tests, components, kubectl users)."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import yaml
+
+from e2e.cluster.certs import CertPair
+
+
+def write_kubeconfig(
+    path: Path, server: str, ca_cert: Path, client: CertPair, user: str = "admin"
+) -> Path:
+    """Write a single-context kubeconfig with the certificates embedded.
+
+    Embedding (rather than referencing file paths) keeps the file usable after it is copied
+    elsewhere, e.g. into a container or a CI artifact.
+    """
+
+    def b64(p: Path) -> str:
+        return base64.b64encode(p.read_bytes()).decode()
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "kube-pysched",
+                "cluster": {"server": server, "certificate-authority-data": b64(ca_cert)},
+            }
+        ],
+        "users": [
+            {
+                "name": user,
+                "user": {
+                    "client-certificate-data": b64(client.cert),
+                    "client-key-data": b64(client.key),
+                },
+            }
+        ],
+        "contexts": [
+            {"name": "kube-pysched", "context": {"cluster": "kube-pysched", "user": user}}
+        ],
+        "current-context": "kube-pysched",
+        "preferences": {},
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    return path

@@ -1,0 +1,78 @@
+"""kwok's configuration and command line: which nodes it manages and how pods behave.
+
+The stages live in ``kwok-stages.yaml`` next to this module (reviewed, not generated); this
+module adds the KwokConfiguration options and writes both into one config file per run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+#: kwok manages only nodes carrying this annotation (see nodes.create_kwok_node).
+NODE_ANNOTATION_KEY = "kwok.x-k8s.io/node"
+NODE_ANNOTATION_VALUE = "fake"
+NODE_SELECTOR = f"{NODE_ANNOTATION_KEY}={NODE_ANNOTATION_VALUE}"
+
+#: Pod IPs kwok hands out; disjoint from the service range (certs.SERVICE_CLUSTER_IP_RANGE).
+POD_CIDR = "10.244.0.0/16"
+
+#: Node Lease duration kwok reports; it renews every quarter of it. The node lifecycle
+#: controller only looks at Lease renewals, so nodes stay Ready however busy kwok is with pods.
+NODE_LEASE_DURATION_SECONDS = 40
+
+STAGES_FILE = Path(__file__).with_name("kwok-stages.yaml")
+
+
+def stage_names() -> list[str]:
+    """Names of the shipped stages (used by tests and docs)."""
+    docs = yaml.safe_load_all(STAGES_FILE.read_text())
+    return [d["metadata"]["name"] for d in docs if d]
+
+
+def write_config(path: Path) -> Path:
+    """Write a kwok config: KwokConfiguration options followed by the shipped Stages."""
+    options = {
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "kind": "KwokConfiguration",
+        # kwok v0.8.0 does not default a KwokConfiguration read from a file, so every option
+        # that its defaulter would set is spelled out (values as in kwok's defaults unless noted).
+        "options": {
+            "manageAllNodes": False,
+            "manageNodesWithAnnotationSelector": NODE_SELECTOR,
+            "cidr": POD_CIDR,
+            "nodeLeaseDurationSeconds": NODE_LEASE_DURATION_SECONDS,
+            "nodeLeaseParallelism": 4,
+            "nodePlayStageParallelism": 4,
+            # More workers than the default 4 so thousands of pods turn Running promptly.
+            "podPlayStageParallelism": 16,
+            "podsOnNodeSyncParallelism": 1,
+            "enablePodsOnNodeSyncListPager": True,
+            "enablePodsOnNodeSyncStreamWatch": False,
+            "enableDebuggingHandlers": True,
+            "enableProfilingHandler": True,
+            "enableContentionProfiling": False,
+        },
+    }
+    path.write_text(yaml.safe_dump(options, sort_keys=False) + "---\n" + STAGES_FILE.read_text())
+    return path
+
+
+def command(binary: Path, kubeconfig: Path, config: Path, server_port: int) -> list[str]:
+    """kwok's argv; the selector flags repeat the config so `ps` shows what is managed."""
+    return [
+        str(binary),
+        f"--kubeconfig={kubeconfig}",
+        f"--config={config}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-annotation-selector={NODE_SELECTOR}",
+        f"--node-lease-duration-seconds={NODE_LEASE_DURATION_SECONDS}",
+        f"--cidr={POD_CIDR}",
+        f"--server-address=127.0.0.1:{server_port}",
+    ]
+
+
+def environment(workdir: Path, base: dict[str, str]) -> dict[str, str]:
+    """kwok reads ~/.kwok/kwok.yaml if present; pointing KWOK_WORKDIR at the run keeps it out."""
+    return dict(base, KWOK_WORKDIR=str(workdir))

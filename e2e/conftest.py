@@ -1,0 +1,142 @@
+"""Fixtures for the e2e suite: one cluster per session, a namespace and kwok nodes per test.
+
+With $KUBECONFIG set, the suite runs against that cluster and starts nothing of the control
+plane (see e2e.cluster.external); otherwise a local control plane is started for the session.
+A failing test gets the tail of every control-plane log appended to its report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from e2e.cluster import (
+    ControlPlane,
+    ExternalCluster,
+    build,
+    create_kwok_nodes,
+    delete_kwok_nodes,
+    wait_for,
+)
+from e2e.cluster.nodes import NodeFactory
+
+Cluster = ControlPlane | ExternalCluster
+
+_active: list[Cluster] = []
+_failures: list[str] = []
+
+
+def _external_kubeconfig() -> Path | None:
+    value = os.environ.get("KUBECONFIG")
+    return Path(value) if value else None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the binaries before any test runs, outside pytest-timeout's per-test budget."""
+    if session.items and not session.config.option.collectonly and not _external_kubeconfig():
+        build()
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    """The cluster under test: $KUBECONFIG's if set, else a fresh local control plane."""
+    kubeconfig = _external_kubeconfig()
+    instance: Cluster = ExternalCluster(kubeconfig) if kubeconfig else ControlPlane()
+    instance.start()
+    _active.append(instance)
+    try:
+        yield instance
+    finally:
+        _active.remove(instance)
+        if isinstance(instance, ControlPlane):
+            # Keep the run directory (all logs) when something failed, for post-mortems.
+            instance.stop(remove_workdir=False if _failures else None)
+        else:
+            instance.stop()
+
+
+@pytest.fixture(scope="session")
+def local_control_plane(cluster: Cluster) -> ControlPlane:
+    """The session's ControlPlane; skips tests that need one when running against $KUBECONFIG."""
+    if not isinstance(cluster, ControlPlane):
+        pytest.skip("needs the local control plane (KUBECONFIG is set)")
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def api_client(cluster: Cluster) -> Iterator[k8s.ApiClient]:
+    client = cluster.api_client()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def core_v1(api_client: k8s.ApiClient) -> k8s.CoreV1Api:
+    return k8s.CoreV1Api(api_client)
+
+
+@pytest.fixture
+def namespace(core_v1: k8s.CoreV1Api, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace (deleted afterwards); yielded once pods can be created in it."""
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    name = f"e2e-{base}-{uuid.uuid4().hex[:6]}"
+    core_v1.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))
+
+    def has_default_sa() -> bool | str:
+        accounts = core_v1.list_namespaced_service_account(name).items
+        return any(sa.metadata.name == "default" for sa in accounts) or "no default SA yet"
+
+    try:
+        wait_for(has_default_sa, timeout=60, what=f"ServiceAccount {name}/default")
+        yield name
+    finally:
+        try:
+            core_v1.delete_namespace(name)
+        except k8s.ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+@pytest.fixture
+def kwok_nodes(core_v1: k8s.CoreV1Api) -> Iterator[NodeFactory]:
+    """Factory ``kwok_nodes(count, **create_kwok_node_args)``; nodes are Ready when returned.
+
+    Names are unique per call, and every node created is deleted after the test.
+    """
+    created: list[str] = []
+
+    def make(count: int = 1, **kwargs: Any) -> list[k8s.V1Node]:
+        prefix = kwargs.pop("prefix", f"kwok-{uuid.uuid4().hex[:6]}-")
+        nodes = create_kwok_nodes(core_v1, count, prefix, **kwargs)
+        created.extend(n.metadata.name for n in nodes)
+        return nodes
+
+    yield make
+    delete_kwok_nodes(core_v1, created)
+
+
+@pytest.fixture
+def kwok_node(kwok_nodes: NodeFactory) -> k8s.V1Node:
+    """A single Ready kwok node (32 CPU, 256Gi, 110 pods)."""
+    return kwok_nodes(1)[0]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Attach the control-plane log tails to the report of a failing e2e test."""
+    report = yield
+    if report.failed and _active:
+        _failures.append(item.nodeid)
+        cluster = _active[-1]
+        note = f"(full logs kept in {cluster.log_dir})\n"
+        report.sections.append(("control plane logs (tail)", note + cluster.tail_logs(40)))
+    return report

@@ -1,0 +1,428 @@
+"""An asynchronous recorder of events.k8s.io/v1 Events, following client-go's events library.
+
+`eventf` only appends a small record to a bounded buffer and returns: it never blocks and never
+does I/O. When the buffer is full the event is dropped, counted and logged (at most once a
+second). One worker thread turns records into Events and posts them, so events reach the API in
+the order they were recorded.
+
+Isomorphic events (same regarding/related object, type, reason, action, reporter) become an
+EventSeries, as client-go does: the first is created, the second patches the stored event with
+`series.count = 2`, later ones only count up in memory; series are written back every 30 minutes
+and finished (written a last time and forgotten) 6 minutes after their last occurrence.
+A transport failure is retried (up to 12 tries, ~10 s apart, without holding up other events);
+an error status from the server is logged and the event abandoned, like client-go.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import re
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from scheduler import metrics
+from scheduler.api.errors import ApiConnectionError, ApiError
+from scheduler.api.objects import Node, Pod
+from scheduler.client.api import KubeApi
+from scheduler.client.backoff import jittered
+from scheduler.clock import Clock, RealClock
+
+log = structlog.get_logger(__name__)
+
+Json = dict[str, Any]
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+REPORTING_CONTROLLER = "kube-pysched"
+NOTE_LENGTH_LIMIT = 1024  # bytes, as the API validates events
+FIELD_LENGTH_LIMIT = 128  # reportingInstance, action, reason
+DEFAULT_BUFFER = 10000
+MAX_TRIES = 12
+RETRY_INTERVAL = 10.0
+FINISH_TIME = 6 * 60.0
+REFRESH_TIME = 30 * 60.0
+_DROP_LOG_INTERVAL = 1.0
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """A corev1.ObjectReference; part of the key that makes events isomorphic."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    api_version: str = "v1"
+    resource_version: str = ""
+
+    @classmethod
+    def of(cls, obj: Pod | Node | ObjectRef) -> ObjectRef:
+        if isinstance(obj, ObjectRef):
+            return obj
+        if isinstance(obj, Pod):
+            return cls("Pod", obj.namespace, obj.name, obj.uid, "v1", obj.resource_version)
+        return cls("Node", "", obj.name, obj.uid, "v1", obj.resource_version)
+
+    def to_json(self) -> Json:
+        """In ObjectReference field order, empty fields omitted."""
+        ref: Json = {"kind": self.kind}
+        if self.namespace:
+            ref["namespace"] = self.namespace
+        ref["name"] = self.name
+        if self.uid:
+            ref["uid"] = self.uid
+        if self.api_version:
+            ref["apiVersion"] = self.api_version
+        if self.resource_version:
+            ref["resourceVersion"] = self.resource_version
+        return ref
+
+
+def micro_time(ts: float) -> str:
+    """metav1.MicroTime: RFC 3339 with microseconds, UTC."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def truncate_note(note: str) -> str:
+    """At most NOTE_LENGTH_LIMIT bytes of UTF-8, ending in " ..." when cut."""
+    if len(note) <= NOTE_LENGTH_LIMIT // 4:
+        return note
+    encoded = note.encode()
+    if len(encoded) <= NOTE_LENGTH_LIMIT:
+        return note
+    suffix = " ..."
+    return encoded[: NOTE_LENGTH_LIMIT - len(suffix)].decode("utf-8", "ignore") + suffix
+
+
+def event_name(regarding_name: str, unix_nanos: int) -> str:
+    """util.GenerateEventName: "<name>.<hex nanos>", or a random name if that is invalid."""
+    name = f"{regarding_name}.{unix_nanos:x}"
+    if len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name):
+        return name
+    return str(uuid.uuid4())
+
+
+# The isomorphism key: (type, action, reason, regarding, related).
+EventKey = tuple[str, str, str, ObjectRef, ObjectRef | None]
+
+
+class _Entry:
+    """A recorded event, kept while it may still become or be part of a series."""
+
+    __slots__ = ("count", "event_time", "last_observed", "name", "namespace", "note")
+
+    def __init__(self, name: str, namespace: str, event_time: float, note: str) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.event_time = event_time
+        self.note = note
+        self.count = 0  # 0: not (yet) a series
+        self.last_observed = event_time
+
+
+class _Send:
+    """One write to the API: create the event, or patch its series."""
+
+    __slots__ = ("count", "entry", "key", "last_observed", "patch", "tries")
+
+    def __init__(self, key: EventKey, entry: _Entry, patch: bool) -> None:
+        self.key = key
+        self.entry = entry
+        self.patch = patch
+        # The series as it was when this write was decided.
+        self.count = entry.count
+        self.last_observed = entry.last_observed
+        self.tries = 0
+
+
+_Record = tuple[float, Any, Any, str, str, str, str]
+
+
+class EventRecorder:
+    """Implements framework.interface.EventRecorder; `start()` before use, `stop()` at exit.
+
+    Give it a KubeApi whose RestClient is not the scheduler's own (kube-scheduler uses a
+    separate client for events), so event traffic has its own rate limit.
+    """
+
+    def __init__(
+        self,
+        api: KubeApi,
+        *,
+        reporting_controller: str = REPORTING_CONTROLLER,
+        reporting_instance: str | None = None,
+        buffer_size: int = DEFAULT_BUFFER,
+        clock: Clock | None = None,
+        retry_interval: float = RETRY_INTERVAL,
+        max_tries: int = MAX_TRIES,
+    ) -> None:
+        self.api = api
+        self.reporting_controller = reporting_controller
+        instance = reporting_instance or f"{reporting_controller}-{socket.gethostname()}"
+        self.reporting_instance = instance[:FIELD_LENGTH_LIMIT]
+        self.buffer_size = buffer_size
+        self._clock = clock or RealClock()
+        self._retry_interval = retry_interval
+        self._max_tries = max_tries
+        self._cond = threading.Condition()
+        self._queue: deque[_Record] = deque()
+        self._retries: list[tuple[float, int, _Send]] = []
+        self._seq = itertools.count()
+        self._busy = False
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self._cache: dict[EventKey, _Entry] = {}
+        self._last_nanos = 0
+        self._next_finish = 0.0
+        self._next_refresh = 0.0
+        self._last_drop_log = 0.0
+        self.dropped = 0
+        self.sent = 0
+        self.failed = 0
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        now = self._clock.monotonic()
+        self._next_finish = now + FINISH_TIME
+        self._next_refresh = now + REFRESH_TIME
+        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Posts what is buffered (up to `timeout`), then ends the worker; retries are dropped."""
+        self.flush(timeout)
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def flush(self, timeout: float) -> bool:
+        """Waits until every recorded event was written or abandoned; False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._queue or self._busy or self._retries:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._thread is None:
+                    return False
+                self._cond.wait(remaining)
+            return True
+
+    # --- recording (any thread) -------------------------------------------------------------
+
+    def eventf(
+        self,
+        regarding: Pod | Node | ObjectRef,
+        related: Pod | Node | ObjectRef | None,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+    ) -> None:
+        """Records an event; returns at once. Unknown types are refused as client-go does."""
+        if event_type not in (NORMAL, WARNING):
+            log.error("unsupported event type", event_type=event_type, reason=reason)
+            return
+        record: _Record = (
+            self._clock.now(),
+            regarding,
+            related,
+            event_type,
+            reason,
+            action,
+            message,
+        )
+        with self._cond:
+            if len(self._queue) >= self.buffer_size or self._closing:
+                self._drop(record, "recorder stopped" if self._closing else "buffer full")
+                return
+            self._queue.append(record)
+            if not self._busy:
+                self._cond.notify()
+
+    def _drop(self, record: _Record, why: str) -> None:
+        self.dropped += 1
+        metrics.events_dropped.inc()
+        now = time.monotonic()
+        if now - self._last_drop_log >= _DROP_LOG_INTERVAL:
+            self._last_drop_log = now
+            log.warning(
+                "dropping events",
+                why=why,
+                dropped_total=self.dropped,
+                reason=record[4],
+                regarding=getattr(record[1], "name", ""),
+            )
+
+    # --- worker -----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closing:
+                    wait = self._next_wait()
+                    if wait <= 0:
+                        break
+                    self._cond.wait(wait)
+                if self._closing and not self._queue:
+                    self._retries.clear()
+                    self._cond.notify_all()
+                    return
+                batch = list(self._queue)
+                self._queue.clear()
+                self._busy = True
+            try:
+                for record in batch:
+                    self._record(record)
+                self._send_due_retries()
+                self._maintain_series()
+            except Exception:
+                log.exception("event recorder failed")
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _next_wait(self) -> float:
+        """Seconds until the next retry or series maintenance is due."""
+        wait = min(self._next_finish, self._next_refresh) - self._clock.monotonic()
+        if self._retries:
+            wait = min(wait, self._retries[0][0] - time.monotonic())
+        return wait
+
+    def _record(self, record: _Record) -> None:
+        when, regarding, related, event_type, reason, action, message = record
+        regarding_ref = ObjectRef.of(regarding)
+        related_ref = ObjectRef.of(related) if related is not None else None
+        key: EventKey = (event_type, action, reason, regarding_ref, related_ref)
+        entry = self._cache.get(key)
+        if entry is not None:
+            entry.last_observed = when
+            if entry.count:
+                entry.count += 1
+                return
+            entry.count = 2
+            self._send(_Send(key, entry, patch=True))
+            return
+        nanos = max(int(when * 1e9), self._last_nanos + 1)
+        self._last_nanos = nanos
+        entry = _Entry(
+            event_name(regarding_ref.name, nanos),
+            regarding_ref.namespace or "default",
+            when,
+            truncate_note(message),
+        )
+        self._cache[key] = entry
+        self._send(_Send(key, entry, patch=False))
+
+    def _body(self, send: _Send) -> Json:
+        event_type, action, reason, regarding, related = send.key
+        entry = send.entry
+        body: Json = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": entry.name, "namespace": entry.namespace},
+            "eventTime": micro_time(entry.event_time),
+            "reportingController": self.reporting_controller,
+            "reportingInstance": self.reporting_instance,
+            "action": action[:FIELD_LENGTH_LIMIT],
+            "reason": reason[:FIELD_LENGTH_LIMIT],
+            "regarding": regarding.to_json(),
+            "note": entry.note,
+            "type": event_type,
+        }
+        if related is not None:
+            body["related"] = related.to_json()
+        if send.count:
+            body["series"] = self._series(send)
+        return body
+
+    @staticmethod
+    def _series(send: _Send) -> Json:
+        return {"count": send.count, "lastObservedTime": micro_time(send.last_observed)}
+
+    def _send(self, send: _Send) -> bool:
+        """One attempt; schedules a retry on a transport failure. True if nothing is left."""
+        send.tries += 1
+        entry = send.entry
+        try:
+            if send.patch:
+                try:
+                    self.api.patch_event(
+                        entry.namespace, entry.name, {"series": self._series(send)}
+                    )
+                    self.sent += 1
+                    return True
+                except ApiError as err:
+                    if not err.not_found:
+                        raise
+            self.api.create_event(entry.namespace, self._body(send))
+            self.sent += 1
+            return True
+        except ApiError as err:
+            if err.already_exists and send.patch:
+                return self._retry_later(send, err)
+            self.failed += 1
+            log.error(
+                "server rejected event (will not retry)",
+                name=entry.name,
+                namespace=entry.namespace,
+                reason=send.key[2],
+                error=str(err),
+            )
+            return True
+        except ApiConnectionError as err:
+            return self._retry_later(send, err)
+
+    def _retry_later(self, send: _Send, err: Exception) -> bool:
+        if send.tries >= self._max_tries:
+            self.failed += 1
+            log.error("unable to write event (retry limit exceeded)", name=send.entry.name)
+            return True
+        log.info("unable to write event (will retry)", name=send.entry.name, error=str(err))
+        due = time.monotonic() + jittered(self._retry_interval, 0.25)
+        with self._cond:
+            heapq.heappush(self._retries, (due, next(self._seq), send))
+        return False
+
+    def _send_due_retries(self) -> None:
+        now = time.monotonic()
+        while True:
+            with self._cond:
+                if not self._retries or self._retries[0][0] > now:
+                    return
+                _, _, send = heapq.heappop(self._retries)
+            self._send(send)
+
+    def _maintain_series(self) -> None:
+        now_mono = self._clock.monotonic()
+        if now_mono >= self._next_refresh:
+            self._next_refresh = now_mono + REFRESH_TIME
+            for key, entry in list(self._cache.items()):
+                if entry.count:
+                    self._send(_Send(key, entry, patch=True))
+        if now_mono >= self._next_finish:
+            self._next_finish = now_mono + FINISH_TIME
+            cutoff = self._clock.now() - FINISH_TIME
+            for key, entry in list(self._cache.items()):
+                if entry.count:
+                    if entry.last_observed < cutoff:
+                        self._send(_Send(key, entry, patch=True))
+                        del self._cache[key]
+                elif entry.event_time < cutoff:
+                    del self._cache[key]

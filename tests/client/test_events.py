@@ -1,0 +1,242 @@
+"""The event recorder: Event shape, series, the bounded buffer, retries."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from scheduler import metrics
+from scheduler.api.errors import ApiConnectionError, ApiError
+from scheduler.api.objects import Pod
+from scheduler.client.events import (
+    FINISH_TIME,
+    EventRecorder,
+    ObjectRef,
+    event_name,
+    micro_time,
+    truncate_note,
+)
+from scheduler.clock import FakeClock
+
+
+class FakeEventsApi:
+    """Records create_event/patch_event; `failures` are raised first, one per call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self.failures: list[Exception] = []
+        self.created: dict[tuple[str, str], dict[str, Any]] = {}
+        self.lock = threading.Lock()
+
+    def _maybe_fail(self) -> None:
+        with self.lock:
+            if self.failures:
+                raise self.failures.pop(0)
+
+    def create_event(self, namespace: str, event: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append(("create", namespace, event))
+        self._maybe_fail()
+        self.created[(namespace, event["metadata"]["name"])] = event
+        return event
+
+    def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append(("patch", f"{namespace}/{name}", patch))
+        self._maybe_fail()
+        if (namespace, name) not in self.created:
+            raise ApiError(404, "NotFound", f'events "{name}" not found')
+        return {}
+
+
+def pod(name: str = "p", rv: str = "7") -> Pod:
+    return Pod(uid=f"uid-{name}", namespace="ns", name=name, resource_version=rv)
+
+
+@pytest.fixture
+def api() -> FakeEventsApi:
+    return FakeEventsApi()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(1_700_000_000.25)
+
+
+@pytest.fixture
+def recorder(api: FakeEventsApi, clock: FakeClock) -> Iterator[EventRecorder]:
+    rec = EventRecorder(
+        api,  # type: ignore[arg-type]
+        reporting_instance="kube-pysched-host1",
+        clock=clock,
+        retry_interval=0.01,
+    )
+    rec.start()
+    yield rec
+    rec.stop(timeout=5)
+
+
+def test_an_event_is_posted_with_events_v1_fields(
+    recorder: EventRecorder, api: FakeEventsApi
+) -> None:
+    preemptor = pod("big", "9")
+    recorder.eventf(pod(), preemptor, "Normal", "Preempted", "Preempting", "by ns/big on n1")
+    assert recorder.flush(5)
+
+    ((verb, namespace, body),) = api.calls
+    assert (verb, namespace) == ("create", "ns")
+    assert body == {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": body["metadata"]["name"], "namespace": "ns"},
+        "eventTime": "2023-11-14T22:13:20.250000Z",
+        "reportingController": "kube-pysched",
+        "reportingInstance": "kube-pysched-host1",
+        "action": "Preempting",
+        "reason": "Preempted",
+        "regarding": {
+            "kind": "Pod",
+            "namespace": "ns",
+            "name": "p",
+            "uid": "uid-p",
+            "apiVersion": "v1",
+            "resourceVersion": "7",
+        },
+        "note": "by ns/big on n1",
+        "type": "Normal",
+        "related": {
+            "kind": "Pod",
+            "namespace": "ns",
+            "name": "big",
+            "uid": "uid-big",
+            "apiVersion": "v1",
+            "resourceVersion": "9",
+        },
+    }
+    assert body["metadata"]["name"] == f"p.{int(1_700_000_000.25 * 1e9):x}"
+
+
+def test_the_default_reporting_instance_names_the_host(api: FakeEventsApi) -> None:
+    import socket
+
+    rec = EventRecorder(api)  # type: ignore[arg-type]
+    assert rec.reporting_instance == f"kube-pysched-{socket.gethostname()}"[:128]
+
+
+def test_isomorphic_events_become_a_series(
+    recorder: EventRecorder, api: FakeEventsApi, clock: FakeClock
+) -> None:
+    for i in range(4):
+        recorder.eventf(pod(), None, "Warning", "FailedScheduling", "Scheduling", f"try {i}")
+        clock.step(1)
+    assert recorder.flush(5)
+    name = api.calls[0][2]["metadata"]["name"]
+    assert [c[0] for c in api.calls] == ["create", "patch"]
+    assert api.calls[0][2]["note"] == "try 0"
+    assert api.calls[1] == (
+        "patch",
+        f"ns/{name}",
+        {"series": {"count": 2, "lastObservedTime": micro_time(1_700_000_001.25)}},
+    )
+
+    # A different reason, or a new version of the pod, is a different event.
+    recorder.eventf(pod(), None, "Warning", "FailedScheduling", "Scheduling", "try")
+    recorder.eventf(pod(rv="8"), None, "Warning", "FailedScheduling", "Scheduling", "try")
+    recorder.eventf(pod(), None, "Normal", "Scheduled", "Binding", "ok")
+    assert recorder.flush(5)
+    assert [c[0] for c in api.calls] == ["create", "patch", "create", "create"]
+
+
+def test_series_are_finished_with_their_final_count(
+    recorder: EventRecorder, api: FakeEventsApi, clock: FakeClock
+) -> None:
+    for _ in range(5):
+        recorder.eventf(pod(), None, "Warning", "FailedScheduling", "Scheduling", "no nodes")
+    assert recorder.flush(5)
+    clock.step(FINISH_TIME + 1)
+    # Any later event wakes the worker, which then does its periodic series work.
+    recorder.eventf(pod("other"), None, "Normal", "Scheduled", "Binding", "ok")
+    assert recorder.flush(5)
+    patches = [c for c in api.calls if c[0] == "patch"]
+    assert [p[2]["series"]["count"] for p in patches] == [2, 5]
+    # Forgotten: the same event again starts a new Event.
+    recorder.eventf(pod(), None, "Warning", "FailedScheduling", "Scheduling", "no nodes")
+    assert recorder.flush(5)
+    assert api.calls[-1][0] == "create"
+
+
+def test_a_series_whose_event_vanished_is_created_again(
+    recorder: EventRecorder, api: FakeEventsApi
+) -> None:
+    recorder.eventf(pod(), None, "Warning", "FailedScheduling", "Scheduling", "x")
+    assert recorder.flush(5)
+    api.created.clear()  # e.g. the event TTL expired on the server
+    recorder.eventf(pod(), None, "Warning", "FailedScheduling", "Scheduling", "x")
+    assert recorder.flush(5)
+    assert [c[0] for c in api.calls] == ["create", "patch", "create"]
+    assert api.calls[-1][2]["series"]["count"] == 2
+
+
+def test_transport_failures_are_retried_and_rejections_are_not(
+    recorder: EventRecorder, api: FakeEventsApi
+) -> None:
+    api.failures = [
+        ApiConnectionError("reset", refused=False, request_sent=True),
+        ApiConnectionError("refused", refused=True, request_sent=False),
+    ]
+    recorder.eventf(pod("a"), None, "Normal", "Scheduled", "Binding", "ok")
+    assert recorder.flush(5)
+    assert len(api.calls) == 3
+    assert recorder.sent == 1
+
+    api.failures = [ApiError(422, "Invalid", "note too long")]
+    recorder.eventf(pod("b"), None, "Normal", "Scheduled", "Binding", "ok")
+    assert recorder.flush(5)
+    assert len(api.calls) == 4
+    assert recorder.failed == 1
+
+
+def test_a_full_buffer_drops_without_blocking(api: FakeEventsApi) -> None:
+    rec = EventRecorder(api, buffer_size=3)  # type: ignore[arg-type]  # not started
+    before = metrics.events_dropped._value.get()
+    for i in range(5):
+        rec.eventf(pod(str(i)), None, "Normal", "Scheduled", "Binding", "ok")
+    assert rec.dropped == 2
+    assert metrics.events_dropped._value.get() == before + 2
+    rec.start()
+    assert rec.flush(5)
+    assert len(api.calls) == 3
+    rec.stop()
+
+
+def test_unknown_event_types_are_refused(recorder: EventRecorder, api: FakeEventsApi) -> None:
+    recorder.eventf(pod(), None, "Fatal", "Boom", "Exploding", "x")
+    assert recorder.flush(5)
+    assert api.calls == []
+
+
+def test_notes_are_cut_to_1024_bytes() -> None:
+    assert truncate_note("short") == "short"
+    cut = truncate_note("x" * 2000)
+    assert len(cut) == 1024 and cut.endswith(" ...")
+    wide = truncate_note("é" * 600)  # 1200 bytes
+    assert len(wide.encode()) <= 1024 and wide.endswith(" ...")
+
+
+def test_event_names_fall_back_to_a_uuid_when_invalid() -> None:
+    assert event_name("my-pod", 255) == "my-pod.ff"
+    assert len(event_name("Not_Valid", 1)) == 36
+
+
+def test_object_ref_of_a_node_is_cluster_scoped() -> None:
+    from scheduler.api.objects import Node
+
+    ref = ObjectRef.of(Node(name="n1", uid="u1", resource_version="3"))
+    assert ref.to_json() == {
+        "kind": "Node",
+        "name": "n1",
+        "uid": "u1",
+        "apiVersion": "v1",
+        "resourceVersion": "3",
+    }
