@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
-from scheduler.api.quantity import parse_quantity
+from scheduler.api.quantity import QuantityError, parse_quantity
 from scheduler.api.resources import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
@@ -159,8 +160,71 @@ def _to_resource(reqs: ResourceList) -> Resource:
     return res
 
 
+@lru_cache(maxsize=4096)
+def _exact_scaled(text: str | int | float, scale: int) -> int | None:
+    """The quantity times `scale` when that is an integer, else None (needs exact sums)."""
+    try:
+        amount = parse_quantity(text) * scale
+    except QuantityError:
+        return None
+    return amount.numerator if amount.denominator == 1 else None
+
+
+def _simple_pod_resources(pod: Json) -> tuple[Resource, int, int] | None:
+    """The common shape (plain containers with whole-milli/whole-byte requests) without
+    fractions; None sends anything else to the exact general path. Summing exact integers
+    gives the same result as summing quantities and rounding once."""
+    spec = pod.get("spec") or {}
+    if spec.get("initContainers") or spec.get("overhead") or spec.get("resources"):
+        return None
+    status = pod.get("status")
+    if status and (status.get("containerStatuses") or status.get("initContainerStatuses")):
+        for cs in (status.get("containerStatuses") or []) + (
+            status.get("initContainerStatuses") or []
+        ):
+            if cs.get("allocatedResources") is not None or (cs.get("resources") or {}).get(
+                "requests"
+            ):
+                return None
+    res = Resource()
+    non0_cpu = non0_mem = 0
+    for container in spec.get("containers") or []:
+        requests = (container.get("resources") or {}).get("requests") or {}
+        has_cpu = has_mem = False
+        for name, quantity in requests.items():
+            if name == CPU:
+                milli = _exact_scaled(quantity, 1000)
+                if milli is None:
+                    return None
+                res.milli_cpu += milli
+                non0_cpu += milli
+                has_cpu = True
+                continue
+            amount = _exact_scaled(quantity, 1)
+            if amount is None:
+                return None
+            if name == MEMORY:
+                res.memory += amount
+                non0_mem += amount
+                has_mem = True
+            elif name == EPHEMERAL_STORAGE:
+                res.ephemeral_storage += amount
+            elif name == PODS:
+                res.allowed_pod_number += amount
+            elif is_scalar_resource_name(name):
+                res.scalar[name] = res.scalar.get(name, 0) + amount
+        if not has_cpu:
+            non0_cpu += DEFAULT_MILLI_CPU_REQUEST
+        if not has_mem:
+            non0_mem += DEFAULT_MEMORY_REQUEST
+    return res, non0_cpu, non0_mem
+
+
 def compute_pod_resources(pod: Json) -> tuple[Resource, int, int]:
     """Returns (requests, non-zero milli-CPU, non-zero memory) for a pod's API JSON."""
+    simple = _simple_pod_resources(pod)
+    if simple is not None:
+        return simple
     reqs = _pod_requests(pod, None)
     spec = pod.get("spec") or {}
     pod_level_set = any(

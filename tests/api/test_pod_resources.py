@@ -73,3 +73,55 @@ def test_resized_pod_counts_the_larger_of_spec_and_allocated() -> None:
         {"name": "c", "allocatedResources": {"cpu": "3"}, "resources": {"requests": {"cpu": "2"}}}
     ]
     assert parse_pod(data).requests.milli_cpu == 3000
+
+
+def test_plain_container_fast_path_equals_exact_general_path() -> None:
+    """The integer fast path must agree with exact quantity sums for every simple shape."""
+    import random
+
+    from scheduler.api import pod_resources
+
+    rng = random.Random(7)
+    cpus = [None, "0", "1", "100m", "1.5", "250m", "2k", "0.5"]
+    mems = [None, "0", "64Mi", "1Gi", "1G", "1.5Gi", "1000"]
+    for _ in range(300):
+        containers = []
+        for i in range(rng.randint(0, 3)):
+            requests = {}
+            cpu, mem = rng.choice(cpus), rng.choice(mems)
+            if cpu is not None:
+                requests["cpu"] = cpu
+            if mem is not None:
+                requests["memory"] = mem
+            if rng.random() < 0.2:
+                requests["example.com/gpu"] = str(rng.randint(1, 4))
+            containers.append({"name": f"c{i}", "resources": {"requests": requests}})
+        pod = {"spec": {"containers": containers}}
+        fast = pod_resources._simple_pod_resources(pod)
+        assert fast is not None
+        reqs = pod_resources._pod_requests(pod, None)
+        non0 = pod_resources._pod_requests(pod, pod_resources._NON_MISSING_DEFAULTS)
+        general = pod_resources._to_resource(reqs)
+        assert (fast[0].milli_cpu, fast[0].memory, fast[0].scalar) == (
+            general.milli_cpu,
+            general.memory,
+            general.scalar,
+        )
+        assert fast[1] == pod_resources._ceil(non0.get("cpu", 0) * 1000)
+        assert fast[2] == pod_resources._ceil(non0.get("memory", 0))
+
+
+def test_sub_milli_cpu_takes_the_exact_path() -> None:
+    from scheduler.api import pod_resources
+
+    pod = {
+        "spec": {
+            "containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "0.0004"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "0.0004"}}},
+            ]
+        }
+    }
+    assert pod_resources._simple_pod_resources(pod) is None
+    res, _, _ = pod_resources.compute_pod_resources(pod)
+    assert res.milli_cpu == 1  # 0.8m summed exactly, rounded up once
