@@ -1,0 +1,172 @@
+"""QueueingHints: which cluster events may make an unschedulable pod schedulable.
+
+Each plugin registers the events it cares about, optionally with a hint function that looks at
+the change and says Queue or QueueSkip for a given pod. A pod is only retried on an event if a
+plugin that rejected it registered that event and its hint says Queue.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from scheduler import metrics
+from scheduler.api.objects import Pod
+from scheduler.framework.events import (
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    QueueingHintFn,
+)
+from scheduler.framework.types import QueuedPodInfo
+
+log = structlog.get_logger(__name__)
+
+HINT_QUEUE = "Queue"
+HINT_QUEUE_SKIP = "QueueSkip"
+HINT_ERROR = "Error"
+
+# (plugin name, hint function or None for "always Queue")
+PluginHint = tuple[str, QueueingHintFn | None]
+
+
+class Strategy(enum.IntEnum):
+    """Where an event sends a pod; larger is more urgent."""
+
+    SKIP = 0  # stays in the unschedulable pool
+    AFTER_BACKOFF = 1  # backoffQ if still backing off, else activeQ
+    IMMEDIATELY = 2  # activeQ now (a pending plugin's wait is over)
+
+
+class QueueingHints:
+    """Per-profile hint tables with a per-event match cache. Not thread-safe (queue lock)."""
+
+    __slots__ = (
+        "_duration_children",
+        "_hints",
+        "_interest",
+        "_match_cache",
+        "_registered",
+        "plugin_events",
+    )
+
+    def __init__(
+        self,
+        events_per_profile: Mapping[str, Mapping[str, Sequence[ClusterEventWithHint]]],
+        hints_enabled: bool,
+    ) -> None:
+        # profile -> [(registered event, plugin, hint fn)]
+        self._hints: dict[str, list[tuple[ClusterEvent, str, QueueingHintFn | None]]] = {}
+        self._registered: dict[str, frozenset[str]] = {}
+        plugin_events: dict[str, list[ClusterEvent]] = {}
+        for profile, per_plugin in events_per_profile.items():
+            table = []
+            for plugin, registrations in per_plugin.items():
+                for reg in registrations:
+                    fn = reg.hint_fn if hints_enabled else None
+                    table.append((reg.event, plugin, fn))
+                    plugin_events.setdefault(plugin, []).append(reg.event)
+            self._hints[profile] = table
+            self._registered[profile] = frozenset(per_plugin)
+        self.plugin_events: dict[str, tuple[ClusterEvent, ...]] = {
+            name: tuple(events) for name, events in plugin_events.items()
+        }
+        self._match_cache: dict[tuple[str, ClusterEvent], list[PluginHint]] = {}
+        self._interest: dict[ClusterEvent, bool] = {}
+        self._duration_children: dict[tuple[str, str, str], Any] = {}
+
+    def is_event_of_interest(self, event: ClusterEvent) -> bool:
+        """Whether any profile's plugin registered an event matching this one."""
+        cached = self._interest.get(event)
+        if cached is None:
+            cached = event.is_wildcard() or any(
+                reg.matches(event) for table in self._hints.values() for reg, _, _ in table
+            )
+            self._interest[event] = cached
+        return cached
+
+    def has_profile(self, profile: str) -> bool:
+        return profile in self._hints
+
+    def _matching(self, profile: str, event: ClusterEvent) -> list[PluginHint]:
+        key = (profile, event)
+        hints = self._match_cache.get(key)
+        if hints is None:
+            hints = [(plugin, fn) for reg, plugin, fn in self._hints[profile] if reg.matches(event)]
+            self._match_cache[key] = hints
+        return hints
+
+    def worth_requeuing(
+        self, pinfo: QueuedPodInfo, event: ClusterEvent, old_obj: Any, new_obj: Any
+    ) -> Strategy:
+        """isPodWorthRequeuing: consult the hints of the plugins that rejected the pod."""
+        unschedulable = pinfo.unschedulable_plugins
+        pending = pinfo.pending_plugins
+        if not unschedulable and not pending:
+            return Strategy.AFTER_BACKOFF
+        pod = pinfo.pod
+        if event.is_wildcard():
+            # A wildcard event about one specific pod concerns only that pod.
+            if new_obj is not None and not (isinstance(new_obj, Pod) and new_obj.uid == pod.uid):
+                return Strategy.SKIP
+            return Strategy.AFTER_BACKOFF
+        profile = pod.scheduler_name
+        if profile not in self._hints:
+            log.error("no QueueingHint map for the pod's profile", pod=pod.key, profile=profile)
+            return Strategy.AFTER_BACKOFF
+        strategy = Strategy.SKIP
+        for plugin, fn in self._matching(profile, event):
+            if plugin not in unschedulable and plugin not in pending:
+                continue
+            if fn is not None and self._run_hint(plugin, fn, pod, event, old_obj, new_obj):
+                continue
+            if plugin in pending:
+                return Strategy.IMMEDIATELY
+            if not pending:
+                return Strategy.AFTER_BACKOFF
+            strategy = Strategy.AFTER_BACKOFF
+        # A rejector that registered no events at all is interested in every event, as
+        # kube-scheduler registers all events for plugins without EnqueueExtensions.
+        registered = self._registered[profile]
+        for plugin in (*unschedulable, *pending):
+            if plugin not in registered:
+                if plugin in pending:
+                    return Strategy.IMMEDIATELY
+                strategy = Strategy.AFTER_BACKOFF
+        return strategy
+
+    def _run_hint(
+        self,
+        plugin: str,
+        fn: QueueingHintFn,
+        pod: Pod,
+        event: ClusterEvent,
+        old_obj: Any,
+        new_obj: Any,
+    ) -> bool:
+        """True when the hint says QueueSkip. An exception counts as Queue."""
+        start = time.perf_counter()
+        try:
+            skip = fn(pod, old_obj, new_obj) == QueueingHint.QUEUE_SKIP
+            result = HINT_QUEUE_SKIP if skip else HINT_QUEUE
+        except Exception as err:
+            log.error(
+                "QueueingHintFn returns error",
+                pod=pod.key,
+                plugin=plugin,
+                cluster_event=event.label,
+                error=repr(err),
+            )
+            skip = False
+            result = HINT_ERROR
+        key = (plugin, event.label, result)
+        child = self._duration_children.get(key)
+        if child is None:
+            child = metrics.queueing_hint_execution_duration.labels(*key)
+            self._duration_children[key] = child
+        child.observe(time.perf_counter() - start)
+        return skip

@@ -1,0 +1,96 @@
+"""Pods nominated to nodes: preemptors waiting for their victims to leave.
+
+Filter runs treat a nominated pod as if it were already on its node, so a lower-priority pod
+cannot take the room a preemption freed. The nominator only remembers which pod goes where;
+`lookup` (the queue) supplies the pod as the queue currently knows it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from scheduler.api.objects import Pod
+from scheduler.framework.types import NominatingInfo, NominatingMode
+
+PodLookup = Callable[[str], Pod | None]
+
+
+class Nominator:
+    """Thread-safe. Satisfies framework.interface.PodNominator."""
+
+    __slots__ = ("_lock", "_lookup", "_node_of", "_pods_on")
+
+    def __init__(self, lookup: PodLookup | None = None) -> None:
+        self._lock = threading.Lock()
+        self._lookup = lookup
+        self._pods_on: dict[str, list[Pod]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def add_nominated_pod(
+        self, pod: Pod, nominating_info: NominatingInfo | str | None = None
+    ) -> None:
+        """Nominates the pod to the node NominatingInfo overrides with, else to its
+        status.nominatedNodeName; a plain string is an override."""
+        with self._lock:
+            self._add_locked(pod, nominating_info)
+
+    def update_nominated_pod(self, old: Pod, new: Pod) -> None:
+        """Keeps a nomination the scheduler made even if the update does not carry it yet."""
+        with self._lock:
+            info: NominatingInfo | None = None
+            if not old.nominated_node_name and not new.nominated_node_name:
+                node = self._node_of.get(old.uid)
+                if node is not None:
+                    info = NominatingInfo(node, NominatingMode.OVERRIDE)
+            self._delete_locked(old.uid)
+            self._add_locked(new, info)
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        with self._lock:
+            self._delete_locked(pod.uid)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        with self._lock:
+            pods = list(self._pods_on.get(node_name, ()))
+        lookup = self._lookup
+        if lookup is None or not pods:
+            return pods
+        result = []
+        for pod in pods:
+            current = lookup(pod.uid)
+            result.append(pod if current is None else current)
+        return result
+
+    def nominated_node_names(self) -> set[str]:
+        with self._lock:
+            return set(self._pods_on)
+
+    def nominated_node_for(self, uid: str) -> str | None:
+        with self._lock:
+            return self._node_of.get(uid)
+
+    def _add_locked(self, pod: Pod, info: NominatingInfo | str | None) -> None:
+        self._delete_locked(pod.uid)
+        if isinstance(info, str):
+            node = info
+        elif info is not None and info.mode == NominatingMode.OVERRIDE:
+            node = info.nominated_node_name
+        else:
+            node = pod.nominated_node_name
+        if not node:
+            return
+        self._node_of[pod.uid] = node
+        self._pods_on.setdefault(node, []).append(pod)
+
+    def _delete_locked(self, uid: str) -> None:
+        node = self._node_of.pop(uid, None)
+        if node is None:
+            return
+        pods = self._pods_on[node]
+        for i, pod in enumerate(pods):
+            if pod.uid == uid:
+                del pods[i]
+                break
+        if not pods:
+            del self._pods_on[node]

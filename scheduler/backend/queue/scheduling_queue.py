@@ -1,0 +1,774 @@
+"""kube-scheduler's PriorityQueue: activeQ, backoffQ and the unschedulable pool.
+
+A synchronous state machine behind one lock, with time from an injected Clock so every rule can
+be unit-tested. The scheduling loop blocks in pop(); informer handlers feed add/update/delete and
+cluster events; run() starts the periodic flushes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from scheduler import metrics
+from scheduler.api.objects import Pod
+from scheduler.backend.queue.backoff import BackoffQueue
+from scheduler.backend.queue.heap import PodHeap
+from scheduler.backend.queue.hints import QueueingHints, Strategy
+from scheduler.backend.queue.in_flight import InFlightTracker
+from scheduler.backend.queue.nominator import Nominator
+from scheduler.backend.queue.unschedulable import UnschedulablePool
+from scheduler.clock import Clock
+from scheduler.features import FeatureGates
+from scheduler.framework.events import (
+    BACKOFF_COMPLETE,
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_FORCE_ACTIVATE,
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    EVENT_UNSCHEDULED_POD_ADD,
+    EVENT_UNSCHEDULED_POD_UPDATE,
+    FORCE_ACTIVATE,
+    POP_FROM_BACKOFF_Q,
+    SCHEDULE_ATTEMPT_FAILURE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    pod_scheduling_properties_change,
+)
+from scheduler.framework.interface import PreEnqueuePlugin
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NominatingInfo, QueuedPodInfo
+
+log = structlog.get_logger(__name__)
+
+LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+SortKeyFn = Callable[[QueuedPodInfo], Any]
+PreEnqueueCheck = Callable[[Pod], bool]
+
+DEFAULT_POD_INITIAL_BACKOFF = 1.0
+DEFAULT_POD_MAX_BACKOFF = 10.0
+DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION = 300.0
+
+ACTIVE = "active"
+BACKOFF = "backoff"
+UNSCHEDULABLE = "unschedulable"
+
+_PRE_ENQUEUE = "PreEnqueue"
+_EVENT_ASSIGNED_POD_SCALE_DOWN = ClusterEvent(
+    EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN
+)
+# Pod fields that are status or bookkeeping, ignored when deciding whether an update matters
+# (legacy, hints off: isPodUpdated).
+_STATUS_FIELDS = frozenset(
+    {"resource_version", "phase", "nominated_node_name", "start_time", "conditions"}
+)
+
+
+@dataclass
+class QueueProfile:
+    """What the queue needs from one scheduler profile (schedulerName)."""
+
+    pre_enqueue: Sequence[PreEnqueuePlugin]
+    events_to_register: Mapping[str, Sequence[ClusterEventWithHint]]
+
+
+def _priority_sort_key(pinfo: QueuedPodInfo) -> tuple[int, float]:
+    return (-pinfo.pod.priority, pinfo.timestamp)
+
+
+def _active_key(less: LessFn | None, sort_key: SortKeyFn | None) -> SortKeyFn:
+    if sort_key is not None:
+        return sort_key
+    if less is None:
+        return _priority_sort_key
+    less_fn = less
+
+    def cmp(a: QueuedPodInfo, b: QueuedPodInfo) -> int:
+        if less_fn(a, b):
+            return -1
+        return 1 if less_fn(b, a) else 0
+
+    return functools.cmp_to_key(cmp)
+
+
+def _pod_updated(old: Pod, new: Pod) -> bool:
+    """Whether anything but status/resourceVersion changed."""
+    return any(
+        getattr(old, f.name) != getattr(new, f.name)
+        for f in dataclasses.fields(Pod)
+        if f.name not in _STATUS_FIELDS
+    )
+
+
+class SchedulingQueue:
+    """Thread-safe; every public method takes the queue lock."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        less: LessFn | None = None,
+        sort_key: SortKeyFn | None = None,
+        profiles: Mapping[str, QueueProfile],
+        features: FeatureGates,
+        pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
+        pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
+        pod_max_in_unschedulable_pods_duration: float = (
+            DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION
+        ),
+        backoff_flush_period: float = 1.0,
+        unschedulable_flush_period: float = 30.0,
+    ) -> None:
+        self._clock = clock
+        self._hints_enabled = features.enabled("SchedulerQueueingHints")
+        self._pop_from_backoff_q = features.enabled("SchedulerPopFromBackoffQ")
+        self._max_in_unschedulable = pod_max_in_unschedulable_pods_duration
+        self._backoff_flush_period = backoff_flush_period
+        self._unschedulable_flush_period = unschedulable_flush_period
+
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        active_key = _active_key(less, sort_key)
+        self._active = PodHeap(active_key)
+        self._backoff = BackoffQueue(
+            clock, pod_initial_backoff, pod_max_backoff, active_key, self._pop_from_backoff_q
+        )
+        self._unschedulable = UnschedulablePool()
+        self._in_flight = InFlightTracker()
+        self._flush_timestamps: dict[str, float] = {}
+        self._cycle = 0
+        self._move_request_cycle = -1
+        self._closed = False
+
+        self._pre_enqueue: dict[str, tuple[PreEnqueuePlugin, ...]] = {
+            name: tuple(p.pre_enqueue) for name, p in profiles.items()
+        }
+        self._hints = QueueingHints(
+            {name: p.events_to_register for name, p in profiles.items()}, self._hints_enabled
+        )
+        self._nominator = Nominator(self._current_pod)
+
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+
+        self._pending_children = {
+            q: metrics.pending_pods.labels(q)
+            for q in (metrics.ACTIVE_Q, metrics.BACKOFF_Q, metrics.UNSCHEDULABLE_Q, metrics.GATED_Q)
+        }
+        self._pending_values: dict[str, int] = {}
+        self._incoming_children: dict[tuple[str, str], Any] = {}
+        self._reason_children: dict[tuple[str, str], Any] = {}
+        self._pre_enqueue_children: dict[tuple[str, str], Any] = {}
+        self._update_pending_metrics()
+
+    # --- nominator ---------------------------------------------------------------------------
+
+    @property
+    def nominator(self) -> Nominator:
+        return self._nominator
+
+    def add_nominated_pod(
+        self, pod: Pod, nominating_info: NominatingInfo | str | None = None
+    ) -> None:
+        self._nominator.add_nominated_pod(pod, nominating_info)
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        self._nominator.delete_nominated_pod_if_exists(pod)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        return self._nominator.nominated_pods_for_node(node_name)
+
+    def nominated_node_names(self) -> set[str]:
+        return self._nominator.nominated_node_names()
+
+    def _current_pod(self, uid: str) -> Pod | None:
+        with self._lock:
+            pinfo = self._find(uid)
+            return None if pinfo is None else pinfo.pod
+
+    # --- entry points from informers ---------------------------------------------------------
+
+    def add(self, pod: Pod) -> None:
+        """A new unscheduled pod: activeQ, or the unschedulable pool if a PreEnqueue gates it."""
+        with self._lock:
+            self._add_locked(pod)
+            self._update_pending_metrics()
+
+    def _add_locked(self, pod: Pod) -> None:
+        pinfo = QueuedPodInfo(pod=pod, timestamp=self._clock.now())
+        self._nominator.add_nominated_pod(pod, None)
+        if self._move_to_active(pinfo, EVENT_UNSCHEDULED_POD_ADD.label, from_backoff=False):
+            self._cond.notify_all()
+
+    def update(self, old: Pod, new: Pod) -> None:
+        """An update of an unscheduled pod: refresh it where it waits, maybe requeue it."""
+        with self._lock:
+            self._update_locked(old, new)
+            self._update_pending_metrics()
+
+    def _update_locked(self, old: Pod, new: Pod) -> None:
+        uid = new.uid
+        events = pod_scheduling_properties_change(new, old, is_target_pod=True)
+        if uid in self._in_flight:
+            # It is being scheduled; the events are replayed if the attempt fails.
+            if self._hints_enabled:
+                self._in_flight.add_events_if_pod_in_flight(old, new, events)
+            return
+        pinfo = self._active.get(uid)
+        if pinfo is not None:
+            pinfo.pod = new
+            self._active.add_or_update(pinfo)
+            self._nominator.update_nominated_pod(old, new)
+            return
+        pinfo = self._backoff.get(uid)
+        if pinfo is not None:
+            pinfo.pod = new
+            self._backoff.update(pinfo)
+            self._nominator.update_nominated_pod(old, new)
+            return
+        pinfo = self._unschedulable.get(uid)
+        if pinfo is None:
+            self._add_locked(new)
+            return
+        pinfo.pod = new
+        self._nominator.update_nominated_pod(old, new)
+        if not self._hints_enabled:
+            self._legacy_update_unschedulable(pinfo, old, new)
+            return
+        for event in events:
+            strategy = self._hints.worth_requeuing(pinfo, event, old, new)
+            queue = self._requeue(pinfo, strategy, event.label)
+            if queue != UNSCHEDULABLE:
+                log.debug("pod moved because it was updated", pod=new.key, queue=queue)
+                if queue == ACTIVE or self._pop_from_backoff_q:
+                    self._cond.notify_all()
+                break
+
+    def _legacy_update_unschedulable(self, pinfo: QueuedPodInfo, old: Pod, new: Pod) -> None:
+        """Hints off: any meaningful change retries the pod."""
+        if not _pod_updated(old, new):
+            self._unschedulable.add_or_update(pinfo)
+            return
+        label = EVENT_UNSCHEDULED_POD_UPDATE.label
+        if self._backoff.is_backing_off(pinfo):
+            if self._move_to_backoff(pinfo, label) and self._pop_from_backoff_q:
+                self._cond.notify_all()
+        elif self._move_to_active(pinfo, label, from_backoff=False):
+            self._cond.notify_all()
+
+    def delete(self, pod: Pod) -> None:
+        """The pod is gone: remove it from every queue and from the nominator."""
+        with self._lock:
+            self._nominator.delete_nominated_pod_if_exists(pod)
+            uid = pod.uid
+            self._flush_timestamps.pop(uid, None)
+            pinfo = self._active.delete(uid)
+            if pinfo is None:
+                pinfo = self._backoff.delete(uid)
+            if pinfo is None:
+                pinfo = self._unschedulable.delete(uid)
+            if pinfo is not None:
+                self._dec_unschedulable_reasons(pinfo)
+            self._update_pending_metrics()
+
+    def activate(self, pods: Iterable[Pod]) -> None:
+        """Moves the pods from the unschedulable pool or backoffQ straight to activeQ."""
+        with self._lock:
+            activated = False
+            for pod in pods:
+                uid = pod.uid
+                from_backoff = False
+                pinfo = self._unschedulable.get(uid)
+                if pinfo is None:
+                    pinfo = self._backoff.delete(uid)
+                    from_backoff = pinfo is not None
+                if pinfo is None:
+                    if self._hints_enabled:
+                        self._in_flight.add_events_if_pod_in_flight(
+                            None, pod, [EVENT_FORCE_ACTIVATE]
+                        )
+                    continue
+                if self._move_to_active(pinfo, FORCE_ACTIVATE, from_backoff):
+                    activated = True
+            if activated:
+                self._cond.notify_all()
+            self._update_pending_metrics()
+
+    # --- scheduling loop ---------------------------------------------------------------------
+
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
+        """Blocks until a pod is available; None once the queue is closed (or on timeout)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                while not self._closed and not (
+                    self._active or (self._pop_from_backoff_q and self._backoff.len_poppable())
+                ):
+                    if deadline is None:
+                        self._cond.wait()
+                        continue
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return None
+                    self._cond.wait(remaining)
+                if self._closed:
+                    return None
+                pinfo = self._active.pop()
+                if pinfo is None:
+                    pinfo = self._backoff.pop_early()
+                    if pinfo is None:
+                        continue
+                    self._count_incoming(ACTIVE, POP_FROM_BACKOFF_Q)
+                pinfo.attempts += 1
+                if not self._in_flight.add_pod(pinfo.pod):
+                    log.error(
+                        "the same pod is tracked in multiple places; discarding it",
+                        pod=pinfo.pod.key,
+                    )
+                    self._update_pending_metrics()
+                    continue
+                self._cycle += 1
+                self._dec_unschedulable_reasons(pinfo)
+                if pinfo.initial_attempt_timestamp is None:
+                    pinfo.initial_attempt_timestamp = self._clock.now()
+                self._update_pending_metrics()
+                return pinfo
+
+    def done(self, uid: str) -> None:
+        """The pod's scheduling attempt is over; forget the events kept for it."""
+        with self._lock:
+            self._in_flight.done(uid)
+
+    @property
+    def scheduling_cycle(self) -> int:
+        with self._lock:
+            return self._cycle
+
+    def add_unschedulable_if_not_present(self, pinfo: QueuedPodInfo, scheduling_cycle: int) -> bool:
+        """Requeues a pod whose attempt failed; False (logged) if it is already queued.
+
+        Events seen during the attempt decide whether it waits in the unschedulable pool or
+        goes to backoffQ/activeQ right away. Ends the pod's in-flight tracking either way.
+        """
+        with self._lock:
+            try:
+                return self._add_unschedulable_locked(pinfo, scheduling_cycle)
+            finally:
+                self._in_flight.done(pinfo.pod.uid)
+                self._update_pending_metrics()
+
+    def _add_unschedulable_locked(self, pinfo: QueuedPodInfo, scheduling_cycle: int) -> bool:
+        pod = pinfo.pod
+        uid = pod.uid
+        for where, present in (
+            ("unschedulable pool", uid in self._unschedulable),
+            ("active queue", uid in self._active),
+            ("backoff queue", uid in self._backoff),
+        ):
+            if present:
+                log.error(f"pod is already present in the {where}", pod=pod.key)
+                return False
+        rejectors = pinfo.unschedulable_plugins | pinfo.pending_plugins
+        if rejectors:
+            pinfo.unschedulable_count += 1
+            pinfo.consecutive_errors_count = 0
+        else:
+            pinfo.consecutive_errors_count += 1
+        pinfo.timestamp = self._clock.now()
+        pinfo.backoff_expiration = 0.0
+        pinfo.was_flushed_from_unschedulable = False
+        self._flush_timestamps.pop(uid, None)
+        for plugin in rejectors:
+            self._reason_child(plugin, pod.scheduler_name).inc()
+
+        if self._hints_enabled:
+            strategy = self._strategy_for_in_flight_pod(pinfo)
+        elif self._move_request_cycle >= scheduling_cycle or not rejectors:
+            strategy = Strategy.AFTER_BACKOFF
+        else:
+            strategy = Strategy.SKIP
+        queue = self._requeue(pinfo, strategy, SCHEDULE_ATTEMPT_FAILURE)
+        log.debug(
+            "pod moved to an internal scheduling queue",
+            pod=pod.key,
+            queue=queue,
+            cycle=scheduling_cycle,
+            hint=strategy.name,
+            unschedulable_plugins=sorted(rejectors),
+        )
+        if queue == ACTIVE or (queue == BACKOFF and self._pop_from_backoff_q):
+            self._cond.notify_all()
+        return True
+
+    def _strategy_for_in_flight_pod(self, pinfo: QueuedPodInfo) -> Strategy:
+        """Replays the events recorded during the pod's cycle through its rejectors' hints."""
+        if not pinfo.unschedulable_plugins and not pinfo.pending_plugins:
+            return Strategy.AFTER_BACKOFF
+        events = self._in_flight.events_for(pinfo.pod.uid)
+        if events is None:
+            log.error("in-flight pod not found in the scheduling queue", pod=pinfo.pod.key)
+            return Strategy.AFTER_BACKOFF
+        strategy = Strategy.SKIP
+        for e in events:
+            hint = self._hints.worth_requeuing(pinfo, e.event, e.old_obj, e.new_obj)
+            if hint == Strategy.IMMEDIATELY:
+                return hint
+            if hint == Strategy.AFTER_BACKOFF:
+                strategy = hint
+                if not pinfo.pending_plugins:
+                    return strategy
+        return strategy
+
+    # --- cluster events ----------------------------------------------------------------------
+
+    def move_all_to_active_or_backoff_queue(
+        self,
+        event: ClusterEvent,
+        old_obj: Any = None,
+        new_obj: Any = None,
+        pre_check: PreEnqueueCheck | None = None,
+    ) -> None:
+        """Retries the unschedulable pods this event may help, as their hints decide."""
+        with self._lock:
+            if not self._hints.is_event_of_interest(event):
+                return
+            pods = [p for p in self._unschedulable if pre_check is None or pre_check(p.pod)]
+            self._move_pods(pods, event, old_obj, new_obj)
+            self._update_pending_metrics()
+
+    def assigned_pod_added(self, pod: Pod) -> None:
+        with self._lock:
+            if self._hints_enabled:
+                self.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_ADD, None, pod)
+                return
+            self._move_pods(self._pods_with_affinity(), EVENT_ASSIGNED_POD_ADD, None, pod)
+            self._update_pending_metrics()
+
+    def assigned_pod_updated(self, old: Pod, new: Pod, event: ClusterEvent) -> None:
+        with self._lock:
+            if self._hints_enabled or _EVENT_ASSIGNED_POD_SCALE_DOWN.matches(event):
+                self.move_all_to_active_or_backoff_queue(event, old, new)
+                return
+            self._move_pods(self._pods_with_affinity(), event, old, new)
+            self._update_pending_metrics()
+
+    def _pods_with_affinity(self) -> list[QueuedPodInfo]:
+        """Legacy pre-filter for assigned-pod events: only pods with inter-pod (anti-)affinity
+        can be helped by another pod appearing. Coarser than matching each term."""
+        return [p for p in self._unschedulable if p.pod.pod_affinity]
+
+    def _move_pods(
+        self, pods: list[QueuedPodInfo], event: ClusterEvent, old_obj: Any, new_obj: Any
+    ) -> None:
+        if not self._hints.is_event_of_interest(event):
+            return
+        wildcard = event.is_wildcard()
+        activated = False
+        for pinfo in pods:
+            if (
+                pinfo.gated
+                and not wildcard
+                and not any(reg.matches(event) for reg in pinfo.gating_plugin_events)
+            ):
+                continue
+            strategy = self._hints.worth_requeuing(pinfo, event, old_obj, new_obj)
+            if strategy == Strategy.SKIP:
+                continue
+            self._unschedulable.delete(pinfo.pod.uid)
+            queue = self._requeue(pinfo, strategy, event.label)
+            if queue == ACTIVE or (queue == BACKOFF and self._pop_from_backoff_q):
+                activated = True
+        if self._hints_enabled:
+            self._in_flight.add_event_if_any_in_flight(event, old_obj, new_obj)
+        else:
+            self._move_request_cycle = self._cycle
+        if activated:
+            self._cond.notify_all()
+
+    # --- flushes -----------------------------------------------------------------------------
+
+    def flush_backoff_q_completed(self) -> None:
+        """Moves pods whose backoff has ended to activeQ."""
+        with self._lock:
+            activated = False
+            for pinfo in self._backoff.pop_all_completed():
+                if self._move_to_active(pinfo, BACKOFF_COMPLETE, from_backoff=True):
+                    activated = True
+            if activated:
+                self._cond.notify_all()
+            self._update_pending_metrics()
+
+    def flush_unschedulable_pods_leftover(self) -> None:
+        """Retries pods that waited longer than pod_max_in_unschedulable_pods_duration."""
+        with self._lock:
+            now = self._clock.now()
+            to_move = []
+            for pinfo in self._unschedulable:
+                uid = pinfo.pod.uid
+                last = max(pinfo.timestamp, self._flush_timestamps.get(uid, 0.0))
+                if now - last > self._max_in_unschedulable:
+                    pinfo.was_flushed_from_unschedulable = True
+                    self._flush_timestamps[uid] = now
+                    to_move.append(pinfo)
+            if to_move:
+                self._move_pods(to_move, EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
+            self._update_pending_metrics()
+
+    def run(self) -> None:
+        """Starts the daemon thread that runs both flushes periodically (real time)."""
+        with self._lock:
+            if self._flusher is not None or self._closed:
+                return
+            self._flusher = threading.Thread(
+                target=self._flush_loop, name="scheduling-queue-flush", daemon=True
+            )
+            self._flusher.start()
+
+    def _flush_loop(self) -> None:
+        now = time.monotonic()
+        first_backoff = self._backoff_flush_period
+        if self._pop_from_backoff_q:
+            # Flush whole backoffQ ordering windows: start at the next window boundary.
+            wall = self._clock.now()
+            first_backoff = math.floor(wall) + 1.0 - wall
+        next_backoff = now + first_backoff
+        next_unschedulable = now + self._unschedulable_flush_period
+        while True:
+            wait = min(next_backoff, next_unschedulable) - time.monotonic()
+            if self._stop.wait(max(0.0, wait)):
+                return
+            now = time.monotonic()
+            try:
+                if now >= next_backoff:
+                    self.flush_backoff_q_completed()
+                    next_backoff += self._backoff_flush_period
+                    if next_backoff < now:
+                        next_backoff = now + self._backoff_flush_period
+                if now >= next_unschedulable:
+                    self.flush_unschedulable_pods_leftover()
+                    next_unschedulable = now + self._unschedulable_flush_period
+            except Exception:
+                log.exception("scheduling queue flush failed")
+
+    def close(self) -> None:
+        """Stops the flushes and wakes every blocked pop(), which then returns None."""
+        with self._lock:
+            self._closed = True
+            self._stop.set()
+            self._in_flight.clear()
+            self._cond.notify_all()
+            flusher = self._flusher
+        if flusher is not None and flusher is not threading.current_thread():
+            flusher.join(timeout=5.0)
+
+    # --- moves between queues ----------------------------------------------------------------
+
+    def _requeue(self, pinfo: QueuedPodInfo, strategy: Strategy, event: str) -> str:
+        """requeuePodWithQueueingStrategy: the queue the pod ended up in."""
+        if strategy == Strategy.SKIP:
+            if self._unschedulable.add_or_update(pinfo):
+                self._count_incoming(UNSCHEDULABLE, event)
+            return UNSCHEDULABLE
+        if strategy == Strategy.AFTER_BACKOFF and self._backoff.is_backing_off(pinfo):
+            return BACKOFF if self._move_to_backoff(pinfo, event) else UNSCHEDULABLE
+        return ACTIVE if self._move_to_active(pinfo, event, from_backoff=False) else UNSCHEDULABLE
+
+    def _park_gated(self, pinfo: QueuedPodInfo, event: str) -> None:
+        if pinfo.pod.uid not in self._unschedulable:
+            log.debug(
+                "pod is gated", pod=pinfo.pod.key, plugin=pinfo.gating_plugin, cluster_event=event
+            )
+        pinfo.was_flushed_from_unschedulable = False
+        if self._unschedulable.add_or_update(pinfo):
+            self._count_incoming(UNSCHEDULABLE, event)
+
+    def _move_to_active(self, pinfo: QueuedPodInfo, event: str, from_backoff: bool) -> bool:
+        if not (self._pop_from_backoff_q and from_backoff):
+            self._run_pre_enqueue(pinfo)
+        if pinfo.gated:
+            self._park_gated(pinfo, event)
+            return False
+        if pinfo.initial_attempt_timestamp is None:
+            pinfo.initial_attempt_timestamp = self._clock.now()
+        self._unschedulable.delete(pinfo.pod.uid)
+        self._active.add_or_update(pinfo)
+        self._count_incoming(ACTIVE, event)
+        return True
+
+    def _move_to_backoff(self, pinfo: QueuedPodInfo, event: str) -> bool:
+        if self._pop_from_backoff_q:
+            # It may be popped from backoffQ directly, so it must pass PreEnqueue first.
+            self._run_pre_enqueue(pinfo)
+            if pinfo.gated:
+                self._park_gated(pinfo, event)
+                return False
+        self._unschedulable.delete(pinfo.pod.uid)
+        self._backoff.add(pinfo)
+        self._count_incoming(BACKOFF, event)
+        return True
+
+    def _run_pre_enqueue(self, pinfo: QueuedPodInfo) -> None:
+        """Runs the profile's PreEnqueue plugins (the last gating plugin first); the first
+        rejection gates the pod."""
+        pod = pinfo.pod
+        plugins = self._pre_enqueue.get(pod.scheduler_name, ())
+        if not plugins:
+            pinfo.gating_plugin = ""
+            pinfo.gating_plugin_events = ()
+            return
+        start = time.perf_counter()
+        code = Code.SUCCESS
+        gating = pinfo.gating_plugin
+        ordered = plugins
+        if gating:
+            ordered = tuple(sorted(plugins, key=lambda pl: pl.name != gating))
+        for plugin in ordered:
+            status = self._run_pre_enqueue_plugin(plugin, pinfo)
+            if status is not None:
+                code = status.code
+                break
+        else:
+            pinfo.gating_plugin = ""
+            pinfo.gating_plugin_events = ()
+        key = (code.label(), pod.scheduler_name)
+        child = self._pre_enqueue_children.get(key)
+        if child is None:
+            child = metrics.framework_extension_point_duration.labels(_PRE_ENQUEUE, *key)
+            self._pre_enqueue_children[key] = child
+        child.observe(time.perf_counter() - start)
+
+    def _run_pre_enqueue_plugin(
+        self, plugin: PreEnqueuePlugin, pinfo: QueuedPodInfo
+    ) -> Status | None:
+        """None on success; otherwise the rejection, recorded on the pod as its gate."""
+        pod = pinfo.pod
+        try:
+            status = plugin.pre_enqueue(pod)
+        except Exception as err:
+            status = Status.as_error(err, plugin.name)
+        if status is None or status.code == Code.SUCCESS:
+            return None
+        name = plugin.name
+        if name not in pinfo.unschedulable_plugins and name not in pinfo.pending_plugins:
+            self._reason_child(name, pod.scheduler_name).inc()
+        pinfo.unschedulable_plugins.add(name)
+        pinfo.gating_plugin = name
+        pinfo.gating_plugin_events = self._hints.plugin_events.get(name, ())
+        if status.code == Code.ERROR:
+            log.error("PreEnqueue plugin failed", pod=pod.key, plugin=name, err=status.message())
+        else:
+            log.debug("PreEnqueue plugin rejected pod", pod=pod.key, plugin=name)
+        return status
+
+    # --- lookups -----------------------------------------------------------------------------
+
+    def _find(self, uid: str) -> QueuedPodInfo | None:
+        pinfo = self._active.get(uid)
+        if pinfo is None:
+            pinfo = self._backoff.get(uid)
+        if pinfo is None:
+            pinfo = self._unschedulable.get(uid)
+        return pinfo
+
+    def get_pod_info(self, uid: str) -> QueuedPodInfo | None:
+        """The pod's entry in activeQ, backoffQ or the unschedulable pool (not in-flight)."""
+        with self._lock:
+            return self._find(uid)
+
+    def contains(self, uid: str) -> bool:
+        with self._lock:
+            return self._find(uid) is not None
+
+    def where(self, uid: str) -> str | None:
+        """Which queue holds the pod: active, backoff, unschedulable, gated or None."""
+        with self._lock:
+            if uid in self._active:
+                return ACTIVE
+            if uid in self._backoff:
+                return BACKOFF
+            pinfo = self._unschedulable.get(uid)
+            if pinfo is not None:
+                return metrics.GATED_Q if pinfo.gated else UNSCHEDULABLE
+            return None
+
+    def active_len(self) -> int:
+        with self._lock:
+            return len(self._active)
+
+    def backoff_len(self) -> int:
+        with self._lock:
+            return len(self._backoff)
+
+    def unschedulable_len(self) -> int:
+        """Pods in the unschedulable pool, gated ones included."""
+        with self._lock:
+            return len(self._unschedulable)
+
+    def gated_len(self) -> int:
+        with self._lock:
+            return self._unschedulable.gated_count
+
+    def in_flight_pods(self) -> list[Pod]:
+        with self._lock:
+            return self._in_flight.pods()
+
+    def in_flight_event_count(self) -> int:
+        with self._lock:
+            return self._in_flight.event_count()
+
+    def pending_pods(self) -> tuple[list[Pod], str]:
+        """Every queued pod (not in-flight) and a summary like kube-scheduler's PendingPods."""
+        with self._lock:
+            active = [p.pod for p in self._active]
+            backoff = [p.pod for p in self._backoff.pods()]
+            unschedulable = [p.pod for p in self._unschedulable]
+            summary = (
+                f"activeQ:{len(active)}; backoffQ:{len(backoff)}; "
+                f"unschedulableEntities:{len(unschedulable)}"
+            )
+            return active + backoff + unschedulable, summary
+
+    # --- metrics -----------------------------------------------------------------------------
+
+    def _update_pending_metrics(self) -> None:
+        values = {
+            metrics.ACTIVE_Q: len(self._active),
+            metrics.BACKOFF_Q: len(self._backoff),
+            metrics.UNSCHEDULABLE_Q: self._unschedulable.unschedulable_count,
+            metrics.GATED_Q: self._unschedulable.gated_count,
+        }
+        last = self._pending_values
+        for queue, value in values.items():
+            if last.get(queue) != value:
+                self._pending_children[queue].set(value)
+        self._pending_values = values
+
+    def _count_incoming(self, queue: str, event: str) -> None:
+        key = (queue, event)
+        child = self._incoming_children.get(key)
+        if child is None:
+            child = metrics.queue_incoming_pods.labels(queue, event)
+            self._incoming_children[key] = child
+        child.inc()
+
+    def _reason_child(self, plugin: str, profile: str) -> Any:
+        key = (plugin, profile)
+        child = self._reason_children.get(key)
+        if child is None:
+            child = metrics.unschedulable_pods.labels(plugin, profile)
+            self._reason_children[key] = child
+        return child
+
+    def _dec_unschedulable_reasons(self, pinfo: QueuedPodInfo) -> None:
+        profile = pinfo.pod.scheduler_name
+        for plugin in pinfo.unschedulable_plugins | pinfo.pending_plugins:
+            self._reason_child(plugin, profile).dec()

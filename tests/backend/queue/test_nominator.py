@@ -1,0 +1,95 @@
+"""Nominator: which pods are nominated to which nodes."""
+
+from __future__ import annotations
+
+from scheduler.api.objects import replace_pod
+from scheduler.backend.queue import Nominator
+from scheduler.clock import FakeClock
+from scheduler.framework.types import CLEAR_NOMINATED_NODE, NominatingInfo, NominatingMode
+from tests.backend.queue.helpers import make_queue, pop_and_fail
+from tests.builders import make_pod
+
+
+def test_nominates_from_status_when_no_nominating_info() -> None:
+    n = Nominator()
+    pod = make_pod("p", nominated_node_name="n1")
+    n.add_nominated_pod(pod)
+    assert n.nominated_pods_for_node("n1") == [pod]
+    assert n.nominated_node_names() == {"n1"}
+
+
+def test_pod_without_nomination_is_not_recorded() -> None:
+    n = Nominator()
+    n.add_nominated_pod(make_pod("p"), NominatingInfo("", NominatingMode.NOOP))
+    assert n.nominated_node_names() == set()
+
+
+def test_override_nominating_info_wins_over_status() -> None:
+    n = Nominator()
+    pod = make_pod("p", nominated_node_name="n1")
+    n.add_nominated_pod(pod, NominatingInfo("n2", NominatingMode.OVERRIDE))
+    assert n.nominated_pods_for_node("n1") == []
+    assert n.nominated_pods_for_node("n2") == [pod]
+    n.add_nominated_pod(pod, "n3")  # a plain node name is an override too
+    assert n.nominated_node_names() == {"n3"}
+
+
+def test_clearing_override_removes_nomination() -> None:
+    n = Nominator()
+    pod = make_pod("p", nominated_node_name="n1")
+    n.add_nominated_pod(pod)
+    n.add_nominated_pod(pod, CLEAR_NOMINATED_NODE)
+    assert n.nominated_node_names() == set()
+
+
+def test_readding_a_pod_keeps_one_entry() -> None:
+    n = Nominator()
+    pod = make_pod("p", nominated_node_name="n1")
+    n.add_nominated_pod(pod)
+    n.add_nominated_pod(pod)
+    assert n.nominated_pods_for_node("n1") == [pod]
+
+
+def test_update_keeps_scheduler_made_nomination_until_status_carries_it() -> None:
+    n = Nominator()
+    pod = make_pod("p")
+    n.add_nominated_pod(pod, NominatingInfo("n1", NominatingMode.OVERRIDE))
+    new = replace_pod(pod, labels={"a": "b"}, resource_version="2")
+    n.update_nominated_pod(pod, new)
+    assert n.nominated_pods_for_node("n1") == [new]
+    moved = replace_pod(new, nominated_node_name="n2", resource_version="3")
+    n.update_nominated_pod(new, moved)
+    assert n.nominated_node_names() == {"n2"}
+
+
+def test_delete_nominated_pod_if_exists() -> None:
+    n = Nominator()
+    a, b = make_pod("a", nominated_node_name="n1"), make_pod("b", nominated_node_name="n1")
+    n.add_nominated_pod(a)
+    n.add_nominated_pod(b)
+    n.delete_nominated_pod_if_exists(a)
+    n.delete_nominated_pod_if_exists(make_pod("never-added"))
+    assert n.nominated_pods_for_node("n1") == [b]
+    n.delete_nominated_pod_if_exists(b)
+    assert n.nominated_node_names() == set()
+
+
+def test_queue_nominates_added_pods_and_returns_its_current_version() -> None:
+    q = make_queue(FakeClock())
+    pod = make_pod("p", nominated_node_name="n1")
+    q.add(pod)
+    assert q.nominator.nominated_pods_for_node("n1") == [pod]
+    assert q.nominated_node_names() == {"n1"}
+    pop_and_fail(q, "Fit")
+    relabeled = replace_pod(pod, labels={"a": "b"}, resource_version="2")
+    q.update(pod, relabeled)
+    assert q.nominated_pods_for_node("n1") == [relabeled]
+
+
+def test_queue_add_nominated_pod_accepts_post_filter_nominating_info() -> None:
+    q = make_queue(FakeClock())
+    pod = make_pod("p")
+    q.add_nominated_pod(pod, NominatingInfo("n9", NominatingMode.OVERRIDE))
+    assert q.nominated_pods_for_node("n9") == [pod]
+    q.delete_nominated_pod_if_exists(pod)
+    assert q.nominated_pods_for_node("n9") == []
