@@ -1,0 +1,51 @@
+"""The status patch kube-scheduler sends after a failed attempt: PodScheduled=False, and the
+nominated node when preemption set or cleared one. Nothing is sent when nothing changes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler.api.objects import Pod
+from scheduler.framework.types import NominatingInfo, NominatingMode
+
+
+def _rfc3339(when: float) -> str:
+    return datetime.fromtimestamp(int(when), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_scheduled_condition_patch(
+    pod: Pod,
+    reason: str,
+    message: str,
+    nominating: NominatingInfo | None,
+    now: float,
+) -> dict[str, Any] | None:
+    """A strategic merge patch for pods/status, or None when the status already says this."""
+    status: dict[str, Any] = {}
+    current = pod.condition("PodScheduled")
+    if (
+        current is None
+        or current.status != "False"
+        or current.reason != reason
+        or current.message != message
+    ):
+        condition: dict[str, Any] = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": None,
+        }
+        if current is None or current.status != "False":
+            condition["lastTransitionTime"] = _rfc3339(now)
+        status["conditions"] = [condition]
+    if (
+        nominating is not None
+        and nominating.mode == NominatingMode.OVERRIDE
+        and pod.nominated_node_name != nominating.nominated_node_name
+    ):
+        status["nominatedNodeName"] = nominating.nominated_node_name or None
+    if not status:
+        return None
+    return {"status": status}

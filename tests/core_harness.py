@@ -1,0 +1,218 @@
+"""An in-process scheduler for unit tests: real cache, queue, framework and loop; fake API.
+
+The plugins here are deliberately tiny (cpu fit, most-free-cpu score, a binder) so tests of the
+scheduling core do not depend on the in-tree plugins' details.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.api.objects import Pod
+from scheduler.backend.cache import Cache, Snapshot
+from scheduler.backend.queue import QueueProfile, SchedulingQueue
+from scheduler.clock import FakeClock
+from scheduler.features import FeatureGates
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
+from scheduler.framework.interface import Handle
+from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
+from scheduler.framework.registry import PluginSpec, Registry
+from scheduler.framework.runtime import Framework, FrameworkServices
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, QueuedPodInfo
+from scheduler.scheduler import Scheduler
+
+PROFILE = "kube-pysched"
+
+
+class SortByPriority:
+    name = "Sort"
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        return bool(self.sort_key(a) < self.sort_key(b))
+
+    def sort_key(self, info: QueuedPodInfo) -> Any:
+        return (-info.pod.priority, info.timestamp)
+
+
+class CpuFit:
+    """Rejects nodes without enough free cpu; batch and per-node forms agree."""
+
+    name = "CpuFit"
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        free = node_info.allocatable.milli_cpu - node_info.requested.milli_cpu
+        if pod.requests.milli_cpu > free:
+            return Status(Code.UNSCHEDULABLE, "Insufficient cpu")
+        return None
+
+    def filter_batch(self, state: CycleState, pod: Pod, table: NodeTable) -> BoolColumn | None:
+        result: BoolColumn = (table.alloc_cpu - table.req_cpu) >= pod.requests.milli_cpu
+        return result
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD))]
+
+
+class MostFreeCpu:
+    """Free millicores / 100, capped at 100: prefers the emptiest node in absolute terms."""
+
+    name = "MostFreeCpu"
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | Status:
+        free = node_info.allocatable.milli_cpu - node_info.requested.milli_cpu
+        return min(max(free, 0) // 100, 100)
+
+    def score_batch(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.int64] | None:
+        free = table.alloc_cpu[rows] - table.req_cpu[rows]
+        return np.minimum(np.maximum(free, 0) // 100, 100).astype(np.int64)
+
+    def score_extensions(self) -> None:
+        return None
+
+
+class Binder:
+    name = "Binder"
+
+    def __init__(self, handle: Handle) -> None:
+        self.handle = handle
+
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        try:
+            self.handle.api.bind(pod, node_name)
+        except Exception as err:
+            return Status.as_error(err)
+        return None
+
+
+@dataclass
+class FakeApi:
+    """Records what the scheduler writes; `fail_binds` makes binding raise."""
+
+    binds: dict[str, str] = field(default_factory=dict)
+    status_patches: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    fail_binds: bool = False
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    def bind(self, pod: Pod, node_name: str) -> None:
+        if self.fail_binds:
+            raise RuntimeError("apiserver said no")
+        with self.changed:
+            self.binds[pod.key] = node_name
+            self.changed.notify_all()
+
+    def delete_pod(self, pod: Pod, grace_period_seconds: int | None = None) -> None:
+        raise AssertionError("not expected")
+
+    def patch_pod_status(self, pod: Pod, patch: Mapping[str, Any]) -> None:
+        with self.changed:
+            self.status_patches.append((pod.key, patch))
+            self.changed.notify_all()
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+        with self.changed:
+            if not self.changed.wait_for(predicate, timeout):
+                raise AssertionError("condition not reached before the deadline")
+
+
+@dataclass
+class FakeRecorder:
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def eventf(
+        self,
+        regarding: Pod,
+        related: Pod | None,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+    ) -> None:
+        self.events.append((regarding.key, reason, message))
+
+
+def registry() -> Registry:
+    return Registry(
+        {
+            "Sort": PluginSpec(lambda args, h: SortByPriority()),
+            "CpuFit": PluginSpec(lambda args, h: CpuFit()),
+            "MostFreeCpu": PluginSpec(lambda args, h: MostFreeCpu()),
+            "Binder": PluginSpec(lambda args, h: Binder(h)),
+        }
+    )
+
+
+def profile_spec(name: str = PROFILE, *, score: bool = True) -> ProfileSpec:
+    enabled = [PluginRef("Sort"), PluginRef("CpuFit"), PluginRef("Binder")]
+    if score:
+        enabled.append(PluginRef("MostFreeCpu", 1))
+    return ProfileSpec(name, plugins={"multiPoint": PluginSetSpec(enabled=tuple(enabled))})
+
+
+class Harness:
+    """Everything wired as the app wires it, with pods and nodes fed straight to the handlers."""
+
+    def __init__(self, spec: ProfileSpec | None = None) -> None:
+        self.clock = FakeClock()
+        self.api = FakeApi()
+        self.recorder = FakeRecorder()
+        self.cache = Cache()
+        self.snapshot = Snapshot()
+        self.pods: dict[str, Pod] = {}
+        features = FeatureGates()
+        services = FrameworkServices(
+            snapshot=lambda: self.snapshot,
+            api=self.api,
+            event_recorder=self.recorder,
+            features=features,
+        )
+        self.fwk = Framework(spec or profile_spec(), registry(), services)
+        sort = self.fwk.queue_sort_plugins[0]
+        self.queue = SchedulingQueue(
+            clock=self.clock,
+            less=sort.less,
+            sort_key=sort.sort_key,
+            profiles={
+                self.fwk.profile_name: QueueProfile(
+                    pre_enqueue=self.fwk.pre_enqueue_plugins,
+                    events_to_register=self.fwk.events_to_register(),
+                )
+            },
+            features=features,
+        )
+        self.fwk.set_queue(self.queue.nominator, self.queue.activate)
+        self.scheduler = Scheduler(
+            cache=self.cache,
+            queue=self.queue,
+            profiles={self.fwk.profile_name: self.fwk},
+            snapshot=self.snapshot,
+            api=self.api,
+            recorder=self.recorder,
+            pod_lookup=self.pods.get,
+            clock=self.clock,
+            binding_workers=2,
+            api_workers=1,
+        )
+
+    def add_node(self, node: Any) -> None:
+        self.cache.add_node(node)
+
+    def add_pod(self, pod: Pod) -> None:
+        self.pods[pod.key] = pod
+        self.queue.add(pod)
+
+    def schedule_next(self) -> None:
+        assert self.scheduler.schedule_one()
+
+    def close(self) -> None:
+        self.scheduler.stop()
