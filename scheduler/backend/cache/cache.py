@@ -43,6 +43,12 @@ class Cache:
         self._dirty: set[str] = set()
         self._structure_changed = True
 
+    def export_metrics(self) -> None:
+        """Points scheduler_cache_size at this cache; read at scrape time, so never stale."""
+        metrics.cache_size.labels("nodes").set_function(lambda: len(self._nodes))
+        metrics.cache_size.labels("pods").set_function(lambda: len(self._pod_states))
+        metrics.cache_size.labels("assumed_pods").set_function(lambda: len(self._assumed))
+
     # --- pods -----------------------------------------------------------------------------
 
     def assume_pod(self, pod: Pod) -> None:
@@ -242,9 +248,6 @@ class Cache:
                 for copy in updated:
                     snapshot.replace(copy)
             snapshot.generation += 1
-            metrics.cache_size.labels("nodes").set(len(self._tree))
-            metrics.cache_size.labels("pods").set(len(self._pod_states))
-            metrics.cache_size.labels("assumed_pods").set(len(self._assumed))
 
 
 def _zone_changed(old: Node, new: Node) -> bool:
