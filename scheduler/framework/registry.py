@@ -69,8 +69,7 @@ def load_entry_point_plugins(group: str = ENTRY_POINT_GROUP) -> Registry:
             spec = PluginSpec(factory=loaded)
         else:
             raise RegistryError(
-                f"plugin entry point {ep.name!r} ({ep.value}) is neither a PluginSpec "
-                "nor a factory"
+                f"plugin entry point {ep.name!r} ({ep.value}) is neither a PluginSpec nor a factory"
             )
         if ep.name in specs:
             raise RegistryError(f"plugin entry point {ep.name!r} is registered twice")
