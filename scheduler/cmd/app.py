@@ -1,0 +1,283 @@
+"""Process wiring: config -> plugins -> profiles -> queue, cache, informers -> scheduling loop.
+
+Mirrors kube-scheduler's `Run`: informers start (and sync) before leader election unless
+delayCacheUntilActive is set, the loop starts when this process leads, and SIGTERM/SIGINT stop
+everything in reverse order, flushing events and releasing the lease.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import FrameType
+
+import structlog
+
+from scheduler import __version__
+from scheduler.api.objects import Node, Pod, PodDisruptionBudget
+from scheduler.backend.cache import Cache, Snapshot
+from scheduler.backend.queue import QueueProfile, SchedulingQueue
+from scheduler.client.api import KubeApi
+from scheduler.client.config import ConfigError as ClientConfigError
+from scheduler.client.config import load_client_config
+from scheduler.client.events import EventRecorder
+from scheduler.client.informer import Informer, node_informer, pdb_informer, pod_informer
+from scheduler.client.leaderelection import LeaderElectionConfig, LeaderElector
+from scheduler.client.rest import RestClient
+from scheduler.clock import RealClock
+from scheduler.cmd.options import Options
+from scheduler.config.types import KubeSchedulerConfiguration
+from scheduler.eventhandlers import EventHandlers, PodTransform, transform_node
+from scheduler.features import FeatureGates
+from scheduler.framework.profile_spec import ProfileSpec
+from scheduler.framework.registry import Registry
+from scheduler.framework.runtime import Framework, FrameworkError, FrameworkServices
+from scheduler.plugins.registry import full_registry
+from scheduler.scheduler import Scheduler
+from scheduler.server import HealthServer
+
+log = structlog.get_logger(__name__)
+
+SYNC_TIMEOUT = 300.0
+
+
+def profile_specs(config: KubeSchedulerConfiguration) -> list[ProfileSpec]:
+    """The config file's profiles in the framework runtime's terms."""
+    return [profile.to_spec() for profile in config.profiles]
+
+
+def build_frameworks(
+    config: KubeSchedulerConfiguration, registry: Registry, services: FrameworkServices
+) -> dict[str, Framework]:
+    """One framework per profile; plugin args are decoded and validated here."""
+    return {
+        spec.scheduler_name: Framework(spec, registry, services) for spec in profile_specs(config)
+    }
+
+
+def build_queue(
+    frameworks: Mapping[str, Framework],
+    config: KubeSchedulerConfiguration,
+    features: FeatureGates,
+    max_in_unschedulable: float,
+) -> SchedulingQueue:
+    """All profiles share one QueueSort plugin (config validation guarantees it)."""
+    first = next(iter(frameworks.values()))
+    sort = first.queue_sort
+    queue = SchedulingQueue(
+        clock=RealClock(),
+        less=first.less,
+        sort_key=getattr(sort, "sort_key", None),
+        profiles={
+            name: QueueProfile(
+                pre_enqueue=fwk.pre_enqueue_plugins, events_to_register=fwk.events_to_register()
+            )
+            for name, fwk in frameworks.items()
+        },
+        features=features,
+        pod_initial_backoff=float(config.pod_initial_backoff_seconds),
+        pod_max_backoff=float(config.pod_max_backoff_seconds),
+        pod_max_in_unschedulable_pods_duration=max_in_unschedulable,
+    )
+    for fwk in frameworks.values():
+        fwk.set_queue(queue.nominator, queue.activate)
+    return queue
+
+
+@dataclass
+class App:
+    """Every long-lived component of one scheduler process, started and stopped in order."""
+
+    options: Options
+    registry: Registry = field(default_factory=full_registry)
+
+    def __post_init__(self) -> None:
+        config = self.options.config
+        conn = config.client_connection
+        client_config = load_client_config(
+            self.options.kubeconfig or conn.kubeconfig or None,
+            master=self.options.master or None,
+            qps=conn.qps,
+            burst=conn.burst,
+            user_agent=f"kube-pysched/{__version__}",
+        )
+        self.rest = RestClient(client_config)
+        self.api = KubeApi(self.rest)
+        # Events get their own client and rate limit, as kube-scheduler's event broadcaster.
+        self.recorder = EventRecorder(KubeApi(RestClient(client_config, max_connections=4)))
+        self.cache = Cache()
+        self.cache.export_metrics()
+        self.snapshot = Snapshot()
+        self.features = self.options.feature_gates
+        self.pdbs: Informer[PodDisruptionBudget] = pdb_informer(self.rest)
+        services = FrameworkServices(
+            snapshot=lambda: self.snapshot,
+            api=self.api,
+            event_recorder=self.recorder,
+            features=self.features,
+            pdbs=self.pdbs.list,
+        )
+        self.frameworks = build_frameworks(config, self.registry, services)
+        self.queue = build_queue(
+            self.frameworks,
+            config,
+            self.features,
+            self.options.pod_max_in_unschedulable_pods_duration,
+        )
+        self.pods: Informer[Pod] = pod_informer(self.rest, PodTransform(self.frameworks))
+        self.nodes: Informer[Node] = node_informer(self.rest, transform_node)
+        handlers = EventHandlers(self.cache, self.queue, self.frameworks)
+        self.nodes.add_event_handler(
+            handlers.on_node_add, handlers.on_node_update, handlers.on_node_delete
+        )
+        self.pods.add_event_handler(
+            handlers.on_pod_add, handlers.on_pod_update, handlers.on_pod_delete
+        )
+        self.scheduler = Scheduler(
+            cache=self.cache,
+            queue=self.queue,
+            profiles=self.frameworks,
+            snapshot=self.snapshot,
+            api=self.api,
+            recorder=self.recorder,
+            pod_lookup=self.pods.get,
+            clock=RealClock(),
+            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score or 0,
+            binding_workers=max(4, config.parallelism),
+        )
+        self.elector: LeaderElector | None = None
+        self.stopped = threading.Event()
+        self._informers_started = False
+        self._scheduling = False
+        self.lost_lease = False
+        self.server = HealthServer(
+            self.options.bind_address,
+            self.options.port,
+            readiness=self.readiness,
+            configz=config.to_dict,
+        )
+
+    # --- health -----------------------------------------------------------------------------
+
+    def informers_synced(self) -> bool:
+        return all(inf.has_synced() for inf in (self.pods, self.nodes, self.pdbs))
+
+    def readiness(self) -> list[tuple[str, bool]]:
+        """kube-scheduler's readyz: the informers synced (the loop may wait for the lease)."""
+        return [("sched-handler-sync", self.informers_synced())]
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def start_informers(self) -> None:
+        if self._informers_started:
+            return
+        self._informers_started = True
+        for informer in (self.pdbs, self.nodes, self.pods):
+            informer.start()
+        for informer in (self.pdbs, self.nodes, self.pods):
+            if not informer.wait_for_sync(SYNC_TIMEOUT):
+                raise RuntimeError(f"timed out waiting for the {informer.name} informer to sync")
+        log.info(
+            "informers synced",
+            nodes=len(self.nodes.list()),
+            pods=len(self.pods.list()),
+            pdbs=len(self.pdbs.list()),
+        )
+
+    def start_scheduling(self) -> None:
+        """Runs when this process leads (or at once without leader election)."""
+        self.start_informers()
+        self._scheduling = True
+        self.scheduler.start()
+        log.info("scheduling loop started", profiles=sorted(self.frameworks))
+
+    def lost_leadership(self) -> None:
+        """kube-scheduler exits when it loses the lease; a replica takes over."""
+        if not self.stopped.is_set():
+            self.lost_lease = True
+            log.error("leaderelection lost")
+        self.stopped.set()
+
+    def start(self) -> None:
+        self.recorder.start()
+        self.server.start()
+        config = self.options.config
+        log.info(
+            "starting kube-pysched",
+            version=__version__,
+            profiles=sorted(self.frameworks),
+            address=f"{self.options.bind_address}:{self.server.port}",
+        )
+        election = config.leader_election
+        leader_elect = (
+            election.leader_elect
+            if self.options.leader_elect is None
+            else (self.options.leader_elect)
+        )
+        if not config.delay_cache_until_active or not leader_elect:
+            self.start_informers()
+        if not leader_elect:
+            self.start_scheduling()
+            return
+        identity = f"{socket.gethostname()}_{os.getpid()}_{threading.get_ident()}"
+        self.elector = LeaderElector(
+            self.api,
+            LeaderElectionConfig(
+                namespace=election.resource_namespace,
+                name=election.resource_name,
+                identity=identity,
+                lease_duration=election.lease_duration,
+                renew_deadline=election.renew_deadline,
+                retry_period=election.retry_period,
+            ),
+            on_started_leading=self.start_scheduling,
+            on_stopped_leading=self.lost_leadership,
+            event_recorder=self.recorder,
+        )
+        self.elector.start()
+
+    def stop(self) -> None:
+        """Stops in reverse order; buffered events are flushed and the lease released."""
+        self.stopped.set()
+        if self._scheduling:
+            self.scheduler.stop()
+        if self.elector is not None:
+            self.elector.stop()
+        for informer in (self.pods, self.nodes, self.pdbs):
+            informer.stop(timeout=2.0)
+        self.recorder.stop()
+        self.server.stop()
+        log.info("kube-pysched stopped")
+
+
+def run(options: Options, *, registry: Registry | None = None, install_signals: bool = True) -> int:
+    """Runs until SIGTERM/SIGINT (exit 0) or lost leadership (exit 1).
+
+    Problems found while building the process (plugin args, kubeconfig, a taken port) are
+    reported in one line and exit 1 before anything is started.
+    """
+    try:
+        app = App(options, registry if registry is not None else full_registry())
+    except (FrameworkError, ClientConfigError, OSError) as err:
+        log.error("cannot start kube-pysched", error=str(err))
+        print(f"kube-pysched: {err}", file=sys.stderr)
+        return 1
+    if install_signals:
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            log.info("received signal, shutting down", signal=signal.Signals(signum).name)
+            app.stopped.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    try:
+        app.start()
+        app.stopped.wait()
+    finally:
+        app.stop()
+    return 1 if app.lost_lease else 0

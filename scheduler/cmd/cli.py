@@ -1,0 +1,139 @@
+"""`kube-pysched` / `python -m scheduler`: flags, config loading, then the process (app.run).
+
+Exit codes: 0 clean shutdown, 1 configuration or runtime error, 2 bad command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from scheduler import __version__
+from scheduler.cmd.options import DEFAULT_MAX_IN_UNSCHEDULABLE, DEFAULT_PORT, Options
+from scheduler.config import ConfigError, load_config
+from scheduler.config.duration import parse_duration
+from scheduler.features import FeatureGateError, FeatureGates
+
+
+def _duration(text: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be greater than zero, got {text!r}")
+    return seconds
+
+
+def _feature_gates(text: str) -> FeatureGates:
+    try:
+        return FeatureGates.parse(text)
+    except FeatureGateError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kube-pysched",
+        description=(
+            "A Kubernetes scheduler in Python with kube-scheduler's behaviour. Runs as a "
+            "secondary scheduler: pods opt in with spec.schedulerName (default profile: "
+            "kube-pysched)."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"kube-pysched {__version__}")
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file; "
+        "without it kube-scheduler's defaults apply",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig file; overrides clientConnection.kubeconfig (default: in-cluster "
+        "config, then $KUBECONFIG, then ~/.kube/config)",
+    )
+    parser.add_argument("--master", metavar="URL", help="API server address; overrides kubeconfig")
+    parser.add_argument(
+        "--feature-gates",
+        metavar="A=true,B=false",
+        type=_feature_gates,
+        default=FeatureGates(),
+        help="kube-scheduler feature gates that kube-pysched implements",
+    )
+    parser.add_argument(
+        "--bind-address",
+        default="0.0.0.0",
+        help="address of the metrics/health HTTP server (default 0.0.0.0)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port of the metrics/health server, plain HTTP; 0 picks a free port "
+        f"(default {DEFAULT_PORT})",
+    )
+    parser.add_argument(
+        "--leader-elect",
+        type=_bool,
+        metavar="true|false",
+        default=None,
+        help="overrides leaderElection.leaderElect from the config",
+    )
+    parser.add_argument("--log-format", choices=("json", "console"), default="json")
+    parser.add_argument(
+        "-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity; 4+ is debug"
+    )
+    parser.add_argument(
+        "--pod-max-in-unschedulable-pods-duration",
+        type=_duration,
+        default=DEFAULT_MAX_IN_UNSCHEDULABLE,
+        metavar="DURATION",
+        help="longest a pod stays in the unschedulable pool before a retry (default 5m)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)  # exits 2 on bad flags
+    from scheduler.framework.registry import RegistryError
+    from scheduler.plugins.registry import full_registry
+
+    try:
+        registry = full_registry()
+    except RegistryError as err:
+        print(f"kube-pysched: {err}", file=sys.stderr)
+        return 1
+    try:
+        config = load_config(args.config, available_plugins=set(registry))
+    except ConfigError as err:
+        print(f"kube-pysched: {err}", file=sys.stderr)
+        return 1
+    options = Options(
+        config=config,
+        kubeconfig=args.kubeconfig,
+        master=args.master,
+        feature_gates=args.feature_gates,
+        bind_address=args.bind_address,
+        port=args.port,
+        leader_elect=args.leader_elect,
+        log_format=args.log_format,
+        verbosity=args.verbosity,
+        pod_max_in_unschedulable_pods_duration=args.pod_max_in_unschedulable_pods_duration,
+    )
+    from scheduler.logging import configure_logging
+
+    configure_logging(options.log_format, options.verbosity)
+    from scheduler.cmd.app import run
+
+    return run(options, registry=registry)

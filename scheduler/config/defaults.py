@@ -1,0 +1,70 @@
+"""kube-scheduler's default plugins and its rules for merging a profile's plugins into them."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from scheduler.config.types import PLUGIN_POINTS, PluginEntry, PluginSet
+
+# getDefaultPlugins() of kube-scheduler v1.37 (apis/config/v1/default_plugins.go), in order.
+KUBE_SCHEDULER_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
+    ("SchedulingGates", None),
+    ("PrioritySort", None),
+    ("NodeName", None),
+    ("NodeUnschedulable", None),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", None),
+    ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DefaultPreemption", None),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", None),
+)
+
+
+def default_plugins(available: Collection[str]) -> dict[str, PluginSet]:
+    """kube-scheduler's MultiPoint defaults, keeping only the plugins this build provides."""
+    enabled = [PluginEntry(n, w) for n, w in KUBE_SCHEDULER_MULTI_POINT if n in available]
+    return {"multiPoint": PluginSet(enabled=enabled)}
+
+
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """mergePluginSet: user entries replace defaults in place; '*' disables every default."""
+    disabled = [PluginEntry(p.name) for p in custom.disabled] + [
+        PluginEntry(p.name) for p in default.disabled
+    ]
+    disabled_names = {p.name for p in disabled}
+    custom_by_name = {p.name: (i, p) for i, p in enumerate(custom.enabled)}
+    replaced: set[int] = set()
+    enabled: list[PluginEntry] = []
+    if "*" not in disabled_names:
+        for plugin in default.enabled:
+            if plugin.name in disabled_names:
+                continue
+            chosen = plugin
+            if plugin.name in custom_by_name:
+                index, chosen = custom_by_name[plugin.name]
+                replaced.add(index)
+            enabled.append(chosen)
+    enabled.extend(p for i, p in enumerate(custom.enabled) if i not in replaced)
+    return PluginSet(enabled=enabled, disabled=disabled)
+
+
+def merge_plugins(
+    default: dict[str, PluginSet], custom: dict[str, PluginSet] | None
+) -> dict[str, PluginSet]:
+    if custom is None:
+        return default
+    merged: dict[str, PluginSet] = {}
+    for point in PLUGIN_POINTS:
+        result = merge_plugin_set(default.get(point, PluginSet()), custom.get(point, PluginSet()))
+        if result.enabled or result.disabled:
+            merged[point] = result
+    return merged

@@ -1,0 +1,316 @@
+"""Reading a KubeSchedulerConfiguration: YAML, strict field checking, defaults, validation.
+
+Every problem found is collected (not just the first) and reported with kube-scheduler's field
+paths, so one run of the scheduler tells the user everything wrong with the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.config.defaults import default_plugins, merge_plugins
+from scheduler.config.duration import parse_duration
+from scheduler.config.errors import ConfigError, FieldError
+from scheduler.config.types import (
+    DEFAULT_SCHEDULER_NAME,
+    PLUGIN_POINTS,
+    ClientConnection,
+    KubeSchedulerConfiguration,
+    LeaderElection,
+    PluginConfig,
+    PluginEntry,
+    PluginSet,
+    Profile,
+)
+from scheduler.config.validation import validate
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+KIND = "KubeSchedulerConfiguration"
+JSON = "application/json"
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Decoder:
+    """Typed field access that records errors instead of raising, and rejects unknown fields."""
+
+    def __init__(self) -> None:
+        self.errors: list[FieldError] = []
+
+    def obj(self, raw: Any, path: str, known: Collection[str]) -> dict[str, Any]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, Mapping):
+            self.errors.append(FieldError.invalid(path or "<root>", raw, "must be an object"))
+            return {}
+        for key in raw:
+            if key not in known:
+                self.errors.append(FieldError.unknown(_join(path, str(key))))
+        return {k: v for k, v in raw.items() if k in known}
+
+    def int_(self, raw: Mapping[str, Any], key: str, path: str) -> int | None:
+        value = raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.errors.append(FieldError.invalid(_join(path, key), value, "must be an integer"))
+            return None
+        return value
+
+    def float_(self, raw: Mapping[str, Any], key: str, path: str) -> float | None:
+        value = raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.errors.append(FieldError.invalid(_join(path, key), value, "must be a number"))
+            return None
+        return float(value)
+
+    def bool_(self, raw: Mapping[str, Any], key: str, path: str) -> bool | None:
+        value = raw.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            self.errors.append(FieldError.invalid(_join(path, key), value, "must be a boolean"))
+            return None
+        return value
+
+    def str_(self, raw: Mapping[str, Any], key: str, path: str) -> str | None:
+        value = raw.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            self.errors.append(FieldError.invalid(_join(path, key), value, "must be a string"))
+            return None
+        return value
+
+    def duration(self, raw: Mapping[str, Any], key: str, path: str) -> float | None:
+        value = self.str_(raw, key, path)
+        if value is None:
+            return None
+        try:
+            return parse_duration(value)
+        except ValueError as err:
+            self.errors.append(FieldError.invalid(_join(path, key), value, str(err)))
+            return None
+
+    def list_(self, raw: Mapping[str, Any], key: str, path: str) -> list[Any]:
+        value = raw.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.errors.append(FieldError.invalid(_join(path, key), value, "must be a list"))
+            return []
+        return value
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def load_config(path: str | None, available_plugins: Collection[str]) -> KubeSchedulerConfiguration:
+    """The configuration from `path`, or kube-scheduler's defaults when there is no file."""
+    if path is None:
+        return parse_config({"apiVersion": API_VERSION, "kind": KIND}, available_plugins)
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise ConfigError(path, [f"cannot read the file: {err.strerror or err}"]) from err
+    return parse_config_text(text, available_plugins, source=path)
+
+
+def parse_config_text(
+    text: str, available_plugins: Collection[str], source: str = "<config>"
+) -> KubeSchedulerConfiguration:
+    try:
+        raw = yaml.load(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ConfigError(source, [f"YAML syntax error: {where}{err.problem}"]) from err
+    except yaml.YAMLError as err:
+        raise ConfigError(source, [f"YAML error: {err}"]) from err
+    return parse_config(raw, available_plugins, source=source)
+
+
+def parse_config(
+    raw: Any, available_plugins: Collection[str], source: str = "<config>"
+) -> KubeSchedulerConfiguration:
+    """Decode, default and validate an already-parsed document."""
+    d = _Decoder()
+    if not isinstance(raw, Mapping):
+        raise ConfigError(source, ["the file must hold a KubeSchedulerConfiguration object"])
+    api_version, kind = raw.get("apiVersion"), raw.get("kind")
+    if api_version != API_VERSION or kind != KIND:
+        raise ConfigError(
+            source,
+            [
+                f"unsupported apiVersion/kind {api_version!s}/{kind!s}: "
+                f"expected {API_VERSION}/{KIND}"
+            ],
+        )
+    top = d.obj(
+        raw,
+        "",
+        {
+            "apiVersion",
+            "kind",
+            "parallelism",
+            "leaderElection",
+            "clientConnection",
+            "healthzBindAddress",
+            "metricsBindAddress",
+            "enableProfiling",
+            "enableContentionProfiling",
+            "percentageOfNodesToScore",
+            "podInitialBackoffSeconds",
+            "podMaxBackoffSeconds",
+            "profiles",
+            "extenders",
+            "delayCacheUntilActive",
+        },
+    )
+    cfg = KubeSchedulerConfiguration()
+    cfg.parallelism = _or(d.int_(top, "parallelism", ""), cfg.parallelism)
+    cfg.percentage_of_nodes_to_score = _or(
+        d.int_(top, "percentageOfNodesToScore", ""), cfg.percentage_of_nodes_to_score
+    )
+    cfg.pod_initial_backoff_seconds = _or(
+        d.int_(top, "podInitialBackoffSeconds", ""), cfg.pod_initial_backoff_seconds
+    )
+    cfg.pod_max_backoff_seconds = _or(
+        d.int_(top, "podMaxBackoffSeconds", ""), cfg.pod_max_backoff_seconds
+    )
+    cfg.delay_cache_until_active = _or(
+        d.bool_(top, "delayCacheUntilActive", ""), cfg.delay_cache_until_active
+    )
+    for key in ("enableProfiling", "enableContentionProfiling"):
+        d.bool_(top, key, "")
+    for key in ("healthzBindAddress", "metricsBindAddress"):
+        if top.get(key):
+            d.errors.append(
+                FieldError.invalid(key, top[key], "not supported; use --bind-address and --port")
+            )
+    cfg.leader_election = _leader_election(d, top.get("leaderElection"))
+    cfg.client_connection = _client_connection(d, top.get("clientConnection"))
+    if d.list_(top, "extenders", ""):
+        d.errors.append(
+            FieldError.invalid("extenders", "...", "extenders are not supported by kube-pysched")
+        )
+
+    raw_profiles = d.list_(top, "profiles", "")
+    cfg.profiles = [
+        _profile(d, p, f"profiles[{i}]", available_plugins) for i, p in enumerate(raw_profiles)
+    ]
+    if not raw_profiles:
+        cfg.profiles = [Profile(plugins=default_plugins(available_plugins))]
+    if len(cfg.profiles) == 1 and not cfg.profiles[0].scheduler_name:
+        explicit = raw_profiles and isinstance(raw_profiles[0], Mapping)
+        if not explicit or raw_profiles[0].get("schedulerName") is None:
+            cfg.profiles[0].scheduler_name = DEFAULT_SCHEDULER_NAME
+
+    errors = d.errors + validate(cfg)
+    if errors:
+        raise ConfigError(source, errors)
+    return cfg
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _leader_election(d: _Decoder, raw: Any) -> LeaderElection:
+    path = "leaderElection"
+    obj = d.obj(
+        raw,
+        path,
+        {
+            "leaderElect",
+            "leaseDuration",
+            "renewDeadline",
+            "retryPeriod",
+            "resourceLock",
+            "resourceName",
+            "resourceNamespace",
+        },
+    )
+    le = LeaderElection()
+    le.leader_elect = _or(d.bool_(obj, "leaderElect", path), le.leader_elect)
+    le.lease_duration = _or(d.duration(obj, "leaseDuration", path), le.lease_duration)
+    le.renew_deadline = _or(d.duration(obj, "renewDeadline", path), le.renew_deadline)
+    le.retry_period = _or(d.duration(obj, "retryPeriod", path), le.retry_period)
+    le.resource_lock = d.str_(obj, "resourceLock", path) or le.resource_lock
+    le.resource_name = d.str_(obj, "resourceName", path) or le.resource_name
+    le.resource_namespace = d.str_(obj, "resourceNamespace", path) or le.resource_namespace
+    return le
+
+
+def _client_connection(d: _Decoder, raw: Any) -> ClientConnection:
+    path = "clientConnection"
+    obj = d.obj(raw, path, {"kubeconfig", "qps", "burst", "contentType", "acceptContentTypes"})
+    cc = ClientConnection()
+    cc.kubeconfig = d.str_(obj, "kubeconfig", path) or ""
+    cc.qps = d.float_(obj, "qps", path) or cc.qps
+    cc.burst = d.int_(obj, "burst", path) or cc.burst
+    for key in ("contentType", "acceptContentTypes"):
+        value = d.str_(obj, key, path)
+        if value and any(part.strip() != JSON for part in value.split(",")):
+            d.errors.append(
+                FieldError(
+                    f"{path}.{key}",
+                    f'Unsupported value: "{value}": supported values: "{JSON}"',
+                )
+            )
+    return cc
+
+
+def _profile(d: _Decoder, raw: Any, path: str, available: Collection[str]) -> Profile:
+    obj = d.obj(raw, path, {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"})
+    profile = Profile()
+    profile.scheduler_name = d.str_(obj, "schedulerName", path) or ""
+    profile.percentage_of_nodes_to_score = d.int_(obj, "percentageOfNodesToScore", path)
+    custom = _plugins(d, obj.get("plugins"), f"{path}.plugins") if "plugins" in obj else None
+    profile.plugins = merge_plugins(default_plugins(available), custom)
+    for i, entry in enumerate(d.list_(obj, "pluginConfig", path)):
+        entry_path = f"{path}.pluginConfig[{i}]"
+        item = d.obj(entry, entry_path, {"name", "args"})
+        name = d.str_(item, "name", entry_path) or ""
+        args = item.get("args")
+        if args is not None and not isinstance(args, Mapping):
+            d.errors.append(FieldError.invalid(f"{entry_path}.args", args, "must be an object"))
+            args = None
+        profile.plugin_config.append(PluginConfig(name, dict(args) if args is not None else None))
+    return profile
+
+
+def _plugins(d: _Decoder, raw: Any, path: str) -> dict[str, PluginSet]:
+    obj = d.obj(raw, path, PLUGIN_POINTS)
+    return {point: _plugin_set(d, obj.get(point), f"{path}.{point}") for point in obj}
+
+
+def _plugin_set(d: _Decoder, raw: Any, path: str) -> PluginSet:
+    obj = d.obj(raw, path, {"enabled", "disabled"})
+    return PluginSet(
+        enabled=_entries(d, obj, "enabled", path, weights=True),
+        disabled=_entries(d, obj, "disabled", path, weights=False),
+    )
+
+
+def _entries(
+    d: _Decoder, obj: Mapping[str, Any], key: str, path: str, *, weights: bool
+) -> list[PluginEntry]:
+    out: list[PluginEntry] = []
+    for i, entry in enumerate(d.list_(obj, key, path)):
+        entry_path = f"{path}.{key}[{i}]"
+        item = d.obj(entry, entry_path, {"name", "weight"})
+        name = d.str_(item, "name", entry_path)
+        if not name:
+            d.errors.append(FieldError.required(f"{entry_path}.name"))
+            continue
+        weight = d.int_(item, "weight", entry_path) if weights else None
+        out.append(PluginEntry(name, weight))
+    return out
