@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from e2e.cluster import (
     wait_for,
 )
 from e2e.cluster.nodes import NodeFactory
+from e2e.pysched import Pysched
 
 Cluster = ControlPlane | ExternalCluster
 
@@ -134,9 +135,37 @@ def kwok_node(kwok_nodes: NodeFactory) -> k8s.V1Node:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Attach the control-plane log tails to the report of a failing e2e test."""
     report = yield
+    if report.when == "call":
+        item.rep_call = report  # type: ignore[attr-defined]
     if report.failed and _active:
         _failures.append(item.nodeid)
         cluster = _active[-1]
         note = f"(full logs kept in {cluster.log_dir})\n"
         report.sections.append(("control plane logs (tail)", note + cluster.tail_logs(40)))
     return report
+
+
+@pytest.fixture
+def pysched(
+    cluster: Cluster, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[..., Pysched]]:
+    """Factory starting kube-pysched processes (stopped after the test; logs shown on failure).
+
+    ``pysched(config=None, name=...)``: each test passes its own profile schedulerName so that
+    concurrent or leftover pods of other tests are never its business.
+    """
+    started: list[Pysched] = []
+
+    def start(config: dict[str, Any] | None = None, **kwargs: Any) -> Pysched:
+        name = kwargs.pop("name", f"kube-pysched-{len(started) + 1}")
+        proc = Pysched(cluster.kubeconfig, config, workdir=tmp_path, name=name, **kwargs)
+        started.append(proc)
+        return proc.start()
+
+    yield start
+    for proc in started:
+        proc.stop()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        for proc in started:
+            print(f"----- {proc.name} log tail ({proc.log_path}) -----\n{proc.tail(80)}")

@@ -253,6 +253,24 @@ class ControlPlane:
             self._reservation.release(port)
         return handle
 
+    def restart_apiserver(self, down_seconds: float = 0.0) -> None:
+        """Stop kube-apiserver (SIGTERM, by pid), optionally stay down, start it again on the
+        same port with the same flags, and wait until it is ready. Clients see the outage
+        that a rolling control-plane upgrade causes."""
+        pki = self._require_pki()
+        old = self._procs["kube-apiserver"]
+        old.stop()
+        if down_seconds > 0:
+            time.sleep(down_seconds)  # the outage itself, not synchronisation
+        self._spawn("kube-apiserver", self._apiserver_argv(pki))
+        admin = tls_context(pki.ca.cert, pki.clients["admin"].cert, pki.clients["admin"].key)
+        wait_for(
+            lambda: probe(f"{self.server}/readyz", admin),
+            timeout=self.start_timeout,
+            what="kube-apiserver after restart",
+            guard=self._guard,
+        )
+
     @property
     def schedulers(self) -> dict[str, SchedulerHandle]:
         return dict(self._schedulers)

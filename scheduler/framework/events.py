@@ -94,9 +94,18 @@ class ClusterEvent:
         return self.resource == EventResource.WILDCARD and self.action_type == ActionType.ALL
 
     def matches(self, incoming: ClusterEvent) -> bool:
-        """Whether a registered event (self) covers an incoming event."""
-        return bool(self.action_type & incoming.action_type) and _resource_matches(
-            self.resource, incoming.resource
+        """Whether a registered event (self) covers an incoming event.
+
+        The incoming action must not be broader than the registered one: a generic Pod/Update
+        (no specific change found) does not match a plugin that registered only, say,
+        UpdatePodScaleDown — kube-scheduler's MatchClusterEvents.
+        """
+        if self.is_wildcard():
+            return True
+        return (
+            bool(self.action_type & incoming.action_type)
+            and incoming.action_type <= self.action_type
+            and _resource_matches(self.resource, incoming.resource)
         )
 
 

@@ -1,0 +1,137 @@
+"""`make demo`: a local control plane, kwok nodes, kube-pysched, and a sample workload.
+
+Prints where each pod landed and, for the pods that wait, kube-pysched's own explanation (the
+PodScheduled condition message), then the metrics URL. With a terminal attached it keeps
+everything running until Ctrl-C so the metrics can be browsed; `--exit` tears down at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from kubernetes import client as k8s
+
+from e2e.cluster import ControlPlane, create_kwok_node, wait_for, wait_nodes_ready
+from e2e.pysched import Pysched, metric_value
+from e2e.workload import pod_manifest, pod_scheduled_condition
+
+NAMESPACE = "demo"
+
+NODES: list[dict[str, Any]] = [
+    {"name": "kwok-small-a", "cpu": "2", "memory": "4Gi", "labels": {"zone": "a"}},
+    {"name": "kwok-small-b", "cpu": "2", "memory": "4Gi", "labels": {"zone": "b"}},
+    {"name": "kwok-large-a", "cpu": "16", "memory": "64Gi", "labels": {"zone": "a", "disk": "ssd"}},
+    {
+        "name": "kwok-gpu-b",
+        "cpu": "8",
+        "memory": "32Gi",
+        "labels": {"zone": "b", "accelerator": "gpu"},
+        "taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
+    },
+]
+
+GPU_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+
+
+def workload() -> list[dict[str, Any]]:
+    """A mix that exercises resources, selectors, taints, host ports and gates."""
+    pods = [pod_manifest(f"web-{i}", cpu="250m", memory="256Mi") for i in range(8)]
+    pods += [
+        pod_manifest("db-ssd", cpu="2", memory="8Gi", node_selector={"disk": "ssd"}),
+        pod_manifest(
+            "trainer",
+            cpu="4",
+            memory="8Gi",
+            tolerations=[GPU_TOLERATION],
+            node_selector={"accelerator": "gpu"},
+        ),
+        pod_manifest("ingress-1", host_port=8080),
+        pod_manifest("ingress-2", host_port=8080),
+        pod_manifest("zone-b-cache", cpu="500m", node_selector={"zone": "b"}),
+        pod_manifest("too-big", cpu="64", memory="1Gi"),
+        pod_manifest("needs-gpu-no-toleration", node_selector={"accelerator": "gpu"}),
+        pod_manifest("gated", scheduling_gates=["example.com/approval"]),
+    ]
+    return pods
+
+
+def wait_settled(core: k8s.CoreV1Api, names: list[str], timeout: float = 60.0) -> None:
+    """Every pod is bound, or has a PodScheduled condition, or is gated."""
+
+    def settled() -> bool | str:
+        waiting = []
+        for pod in core.list_namespaced_pod(NAMESPACE).items:
+            cond = pod_scheduled_condition(pod)
+            if not pod.spec.node_name and cond is None:
+                waiting.append(pod.metadata.name)
+        return not waiting or f"waiting for {', '.join(sorted(waiting))}"
+
+    wait_for(settled, timeout=timeout, what="the demo workload to settle")
+
+
+def print_table(core: k8s.CoreV1Api) -> None:
+    rows = [("POD", "NODE", "PHASE", "WHY")]
+    for pod in sorted(core.list_namespaced_pod(NAMESPACE).items, key=lambda p: p.metadata.name):
+        cond = pod_scheduled_condition(pod)
+        why = ""
+        if not pod.spec.node_name and cond is not None:
+            why = f"{cond.reason}: {cond.message}"
+        rows.append((pod.metadata.name, pod.spec.node_name or "-", pod.status.phase or "", why))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--exit", action="store_true", help="tear down instead of waiting")
+    args = parser.parse_args(argv)
+    keep = sys.stdin.isatty() and not args.exit
+
+    print("starting the local control plane (etcd, kube-apiserver, kcm, kwok) ...", flush=True)
+    with ControlPlane(with_scheduler=False) as cp:
+        core = k8s.CoreV1Api(cp.api_client())
+        for node in NODES:
+            create_kwok_node(core, **node)
+        wait_nodes_ready(core, [n["name"] for n in NODES])
+        print(f"{len(NODES)} kwok nodes ready; starting kube-pysched ...", flush=True)
+        sched = Pysched(cp.kubeconfig, workdir=cp.log_dir).start()
+        try:
+            core.create_namespace({"metadata": {"name": NAMESPACE}})
+            wait_for(
+                lambda: bool(core.list_namespaced_service_account(NAMESPACE).items),
+                timeout=60,
+                what="the demo namespace's default ServiceAccount",
+            )
+            pods = workload()
+            for body in pods:
+                core.create_namespaced_pod(NAMESPACE, body)
+            wait_settled(core, [p["metadata"]["name"] for p in pods])
+            time.sleep(1.0)  # demo output only: let kwok report the phase of the last pods
+            print()
+            print_table(core)
+            text = sched.metrics()
+            print()
+            for result in ("scheduled", "unschedulable", "error"):
+                value = metric_value(text, "scheduler_schedule_attempts_total", {"result": result})
+                print(f"scheduler_schedule_attempts_total{{result={result!r}}} = {value or 0:g}")
+            print(f"\nmetrics:    {sched.base_url}/metrics")
+            print(f"kubeconfig: export KUBECONFIG={cp.kubeconfig}")
+            print(f"logs:       {sched.log_path}")
+            if keep:
+                print("\nkube-pysched keeps running; press Ctrl-C to tear everything down.")
+                try:
+                    while sched.alive():
+                        time.sleep(1.0)
+                except KeyboardInterrupt:
+                    print()
+        finally:
+            sched.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,105 @@
+"""The same nodes and pods, scheduled once by kube-scheduler and once by kube-pysched.
+
+Pods are created one at a time and each is waited for (bound, or marked unschedulable), so
+every decision is made on the same cluster state by both schedulers. Node sizes are all
+different so that the best node for a pod is unique in practice (equal scores are broken at
+random by both schedulers, which no comparison can reproduce).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+from kubernetes import client as k8s
+
+from e2e.cluster import wait_for
+from e2e.cluster.nodes import NodeFactory
+from e2e.test_scheduling import Factory, profile_config, unique
+from e2e.workload import pod_manifest, pod_scheduled_condition
+
+NODE_SIZES = [
+    ("2", "4Gi"),
+    ("3", "10Gi"),
+    ("5", "6Gi"),
+    ("7", "20Gi"),
+    ("11", "14Gi"),
+    ("13", "40Gi"),
+]
+
+
+def workload(group: str, scheduler_name: str) -> list[dict[str, Any]]:
+    rng = random.Random(20261123)
+    pods = []
+    for i in range(36):
+        cpu = rng.choice(["100m", "250m", "500m", "900m", "1500m", "2"])
+        memory = rng.choice(["128Mi", "300Mi", "1Gi", "1500Mi", "3Gi"])
+        pods.append(
+            pod_manifest(
+                f"p-{i:02d}",
+                scheduler_name=scheduler_name,
+                cpu=cpu,
+                memory=memory,
+                node_selector={"g": group},
+            )
+        )
+    pods.insert(
+        10,
+        pod_manifest("huge", scheduler_name=scheduler_name, cpu="20", node_selector={"g": group}),
+    )
+    return pods
+
+
+def run_sequentially(
+    core: k8s.CoreV1Api, namespace: str, bodies: list[dict[str, Any]]
+) -> dict[str, str | None]:
+    """Creates the pods one by one; returns pod -> node (None when unschedulable)."""
+    placements: dict[str, str | None] = {}
+    for body in bodies:
+        name = body["metadata"]["name"]
+        core.create_namespaced_pod(namespace, body)
+
+        def decided(name: str = name) -> bool | str:
+            pod = core.read_namespaced_pod(name, namespace)
+            if pod.spec.node_name:
+                placements[name] = pod.spec.node_name
+                return True
+            cond = pod_scheduled_condition(pod)
+            if cond is not None and cond.status == "False":
+                placements[name] = None
+                return True
+            return f"{name} undecided"
+
+        wait_for(decided, timeout=60, what=f"a decision for {name}")
+    return placements
+
+
+def delete_all(core: k8s.CoreV1Api, namespace: str) -> None:
+    core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    wait_for(
+        lambda: not core.list_namespaced_pod(namespace).items or "pods remain",
+        timeout=60,
+        what="all pods gone",
+    )
+
+
+def test_same_unschedulable_pods_and_per_node_counts_as_kube_scheduler(
+    core_v1: k8s.CoreV1Api, namespace: str, kwok_nodes: NodeFactory, pysched: Factory
+) -> None:
+    group = unique("g")
+    for cpu, memory in NODE_SIZES:
+        kwok_nodes(1, cpu=cpu, memory=memory, labels={"g": group})
+    name = unique("pysched")
+    pysched(profile_config(name))
+
+    reference = run_sequentially(core_v1, namespace, workload(group, "default-scheduler"))
+    delete_all(core_v1, namespace)
+    ours = run_sequentially(core_v1, namespace, workload(group, name))
+
+    assert {p for p, n in ours.items() if n is None} == {
+        p for p, n in reference.items() if n is None
+    }
+    assert Counter(n for n in ours.values() if n) == Counter(n for n in reference.values() if n)
+    differing = {p: (reference[p], ours[p]) for p in reference if reference[p] != ours[p]}
+    assert not differing, f"placements differ (kube-scheduler, kube-pysched): {differing}"
