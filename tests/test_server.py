@@ -1,0 +1,77 @@
+"""The HTTP endpoints over real HTTP on a free port."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from scheduler import metrics
+from scheduler.server import HealthServer
+
+
+class Ready:
+    def __init__(self) -> None:
+        self.synced = False
+
+    def __call__(self) -> list[tuple[str, bool]]:
+        return [("ping", True), ("sched-handler-sync", self.synced)]
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[HealthServer, Ready]]:
+    ready = Ready()
+    srv = HealthServer("127.0.0.1", 0, readiness=ready, configz=lambda: {"parallelism": 16})
+    srv.start()
+    yield srv, ready
+    srv.stop()
+
+
+def get(
+    srv: HealthServer, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, bytes, dict[str, str]]:
+    req = urllib.request.Request(f"http://127.0.0.1:{srv.port}{path}", headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read(), dict(resp.headers)
+    except urllib.error.HTTPError as err:
+        return err.code, err.read(), dict(err.headers)
+
+
+def test_metrics_exposes_scheduler_metrics_with_values(server: tuple[HealthServer, Ready]) -> None:
+    srv, _ = server
+    metrics.schedule_attempts.labels("scheduled", "server-test").inc(3)
+    status, body, _ = get(srv, "/metrics")
+    assert status == 200
+    assert (
+        'scheduler_schedule_attempts_total{profile="server-test",result="scheduled"} 3.0'
+        in body.decode()
+    )
+
+
+def test_metrics_are_gzipped_when_asked(server: tuple[HealthServer, Ready]) -> None:
+    srv, _ = server
+    status, body, headers = get(srv, "/metrics", {"Accept-Encoding": "gzip"})
+    assert status == 200 and headers["Content-Encoding"] == "gzip"
+    assert b"scheduler_pending_pods" in gzip.decompress(body)
+
+
+def test_readyz_follows_the_readiness_checks(server: tuple[HealthServer, Ready]) -> None:
+    srv, ready = server
+    status, body, _ = get(srv, "/readyz")
+    assert status == 500
+    assert "[+]ping ok" in body.decode() and "[-]sched-handler-sync failed" in body.decode()
+    ready.synced = True
+    assert get(srv, "/readyz")[:2] == (200, b"ok")
+
+
+def test_health_and_configz(server: tuple[HealthServer, Ready]) -> None:
+    srv, _ = server
+    assert get(srv, "/healthz")[:2] == (200, b"ok")
+    assert get(srv, "/livez")[:2] == (200, b"ok")
+    assert json.loads(get(srv, "/configz")[1]) == {"parallelism": 16}
+    assert get(srv, "/nope")[0] == 404
