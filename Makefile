@@ -53,5 +53,10 @@ e2e-kind: install
 	KUBECONFIG=$(CURDIR)/.kind-kubeconfig $(PY) -m pytest -q -p no:cacheprovider e2e; \
 	  rc=$$?; kind delete cluster --name kube-pysched; exit $$rc
 
+# scheduler_perf-style workloads, kube-scheduler beside kube-pysched (docs/benchmarks.md).
+BENCH_ARGS ?= --workload all --size 1000
+bench: install cluster-build
+	$(PY) -m e2e.bench $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 import structlog
 
 from scheduler.logging import configure_logging
+
+
+@pytest.fixture(autouse=True)
+def restore_structlog() -> Iterator[None]:
+    """configure_logging binds the (captured) stderr; later tests must not log into it."""
+    yield
+    structlog.reset_defaults()
 
 
 def test_json_lines_carry_pod_and_level(capsys: pytest.CaptureFixture[str]) -> None:
