@@ -1,9 +1,12 @@
 """The same nodes and pods, scheduled once by kube-scheduler and once by kube-pysched.
 
 Pods are created one at a time and each is waited for (bound, or marked unschedulable), so
-every decision is made on the same cluster state by both schedulers. Node sizes are all
-different so that the best node for a pod is unique in practice (equal scores are broken at
-random by both schedulers, which no comparison can reproduce).
+every decision is made on a known cluster state. Every one of kube-scheduler's decisions is
+then replayed through kube-pysched's algorithm on exactly the state kube-scheduler saw: the node
+kube-scheduler chose must be one of kube-pysched's best-scoring nodes, and a pod one rejects the
+other rejects too. Equal best scores are broken at random by both schedulers, so the live
+kube-pysched run is compared pod by pod up to the first such tie (the workload's seed was
+chosen so that there is none, which the replay also checks).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from kubernetes import client as k8s
 
 from e2e.cluster import wait_for
 from e2e.cluster.nodes import NodeFactory
+from e2e.replay import Replayer
 from e2e.test_scheduling import Factory, profile_config, unique
 from e2e.workload import pod_manifest, pod_scheduled_condition
 
@@ -29,10 +33,13 @@ NODE_SIZES = [
 ]
 
 
+SEED, COUNT = 102, 44  # 5 unschedulable pods, no equal best scores (see the module doc)
+
+
 def workload(group: str, scheduler_name: str) -> list[dict[str, Any]]:
-    rng = random.Random(20261123)
+    rng = random.Random(SEED)
     pods = []
-    for i in range(36):
+    for i in range(COUNT):
         cpu = rng.choice(["100m", "250m", "500m", "900m", "1500m", "2"])
         memory = rng.choice(["128Mi", "300Mi", "1Gi", "1500Mi", "3Gi"])
         pods.append(
@@ -84,7 +91,33 @@ def delete_all(core: k8s.CoreV1Api, namespace: str) -> None:
     )
 
 
-def test_same_unschedulable_pods_and_per_node_counts_as_kube_scheduler(
+def as_json(api: k8s.ApiClient, obj: Any) -> dict[str, Any]:
+    return api.sanitize_for_serialization(obj)  # type: ignore[no-any-return]
+
+
+def replay(
+    core: k8s.CoreV1Api, namespace: str, group: str, reference: dict[str, str | None]
+) -> int | None:
+    """Checks each reference decision against kube-pysched's; returns the first tie's index."""
+    api = core.api_client
+    nodes = [as_json(api, n) for n in core.list_node(label_selector=f"g={group}").items]
+    pods = {p.metadata.name: as_json(api, p) for p in core.list_namespaced_pod(namespace).items}
+    replayer = Replayer()
+    placed: list[tuple[dict[str, Any], str]] = []
+    first_tie = None
+    for i, (name, node) in enumerate(reference.items()):
+        decision = replayer.decide(nodes, placed, pods[name])
+        if node is None:
+            assert not decision.best, f"{name}: kube-scheduler found no node, we found {decision}"
+            continue
+        assert node in decision.best, f"{name}: kube-scheduler chose {node}, ours: {decision}"
+        if len(decision.best) > 1 and first_tie is None:
+            first_tie = i
+        placed.append((pods[name], node))
+    return first_tie
+
+
+def test_same_decisions_as_kube_scheduler(
     core_v1: k8s.CoreV1Api, namespace: str, kwok_nodes: NodeFactory, pysched: Factory
 ) -> None:
     group = unique("g")
@@ -94,12 +127,14 @@ def test_same_unschedulable_pods_and_per_node_counts_as_kube_scheduler(
     pysched(profile_config(name))
 
     reference = run_sequentially(core_v1, namespace, workload(group, "default-scheduler"))
+    first_tie = replay(core_v1, namespace, group, reference)
+    assert first_tie is None, f"the workload has a tie at pod {first_tie}; pick another SEED"
     delete_all(core_v1, namespace)
     ours = run_sequentially(core_v1, namespace, workload(group, name))
 
-    assert {p for p, n in ours.items() if n is None} == {
-        p for p, n in reference.items() if n is None
-    }
+    unschedulable = {p for p, n in reference.items() if n is None}
+    assert len(unschedulable) == 5
+    assert {p for p, n in ours.items() if n is None} == unschedulable
     assert Counter(n for n in ours.values() if n) == Counter(n for n in reference.values() if n)
     differing = {p: (reference[p], ours[p]) for p in reference if reference[p] != ours[p]}
     assert not differing, f"placements differ (kube-scheduler, kube-pysched): {differing}"

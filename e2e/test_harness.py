@@ -45,8 +45,10 @@ def test_second_control_plane_runs_side_by_side(local_control_plane: ControlPlan
         assert second.server != first.server
         assert "kube-scheduler" not in second.pids
         for cp in (first, second):
-            for name, pid in cp.pids.items():
-                addresses = _listening_addresses(pid)
+            for name, proc in cp.processes.items():
+                if not proc.alive():
+                    continue  # e.g. an extra scheduler another test started and stopped
+                addresses = _listening_addresses(proc.pid)
                 assert addresses, f"{name} listens on nothing"
                 assert all(a.startswith("127.0.0.1:") for a in addresses), (name, addresses)
         pids = second.pids
