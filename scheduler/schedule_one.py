@@ -69,6 +69,9 @@ class SchedulingAlgorithm:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
         self._rng = random.Random(seed)
+        # Table rows of the feasible nodes when the vectorised filter found them, so scoring
+        # does not look every node up by name again.
+        self._feasible_rows: npt.NDArray[np.intp] | None = None
 
     def schedule_pod(
         self, fwk: Framework, state: CycleState, pinfo: QueuedPodInfo
@@ -78,6 +81,7 @@ class SchedulingAlgorithm:
         if num_nodes == 0:
             raise NoNodesAvailableError()
         pod = pinfo.pod
+        self._feasible_rows = None
         feasible, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod)
         if not feasible:
             raise FitError(pod, num_nodes, diagnosis)
@@ -152,19 +156,23 @@ class SchedulingAlgorithm:
         status: Status | None = None
         try:
             mask, per_node = fwk.filter_batch_masks(state, pod, table)
-            order = np.roll(np.arange(n, dtype=np.intp), -start)
             nominated_rows = self._rows_with_nominated_pods(fwk, pod)
             feasible: list[NodeInfo] = []
             if not per_node and not nominated_rows:
-                candidates = order[mask[order]]
+                # Feasible rows in round-robin order from `start`, without building the order.
+                hits = np.flatnonzero(mask)
+                split = int(np.searchsorted(hits, start))
+                candidates = np.concatenate((hits[split:], hits[:split]))
                 chosen_rows = candidates[:num_to_find]
-                feasible = [infos[int(r)] for r in chosen_rows]
+                feasible = [infos[r] for r in chosen_rows.tolist()]
+                self._feasible_rows = chosen_rows
                 if len(feasible) < num_to_find:
                     processed = n
                 else:
                     processed = (int(chosen_rows[-1]) - start) % n + 1
             else:
                 processed = n
+                order = _round_robin(n, start)
                 for position, row in enumerate(order.tolist()):
                     info = infos[row]
                     if row in nominated_rows:
@@ -190,7 +198,7 @@ class SchedulingAlgorithm:
                             break
             self.next_start_node_index = (start + processed) % n
             if not feasible:
-                self._diagnose_all(fwk, state, pod, diagnosis, order)
+                self._diagnose_all(fwk, state, pod, diagnosis, _round_robin(n, start))
             return feasible
         finally:
             fwk.observe_filter_duration(status, began)
@@ -278,14 +286,22 @@ class SchedulingAlgorithm:
         status = fwk.run_pre_score_plugins(state, pod, feasible)
         if status is not None:
             raise SchedulingError(status)
-        index = self.snapshot.table.index
-        rows = np.fromiter((index[info.name] for info in feasible), np.intp, len(feasible))
+        rows = self._feasible_rows
+        if rows is None or len(rows) != len(feasible):
+            index = self.snapshot.table.index
+            rows = np.fromiter((index[info.name] for info in feasible), np.intp, len(feasible))
         totals, status = fwk.run_score_plugins(state, pod, self.snapshot.table, rows, feasible)
         if status is not None or totals is None:
             raise SchedulingError(status or Status(Code.ERROR, "score plugins returned nothing"))
         best = np.flatnonzero(totals == totals.max())
         pick = int(best[0]) if len(best) == 1 else int(best[self._rng.randrange(len(best))])
         return feasible[pick].name
+
+
+def _round_robin(n: int, start: int) -> npt.NDArray[np.intp]:
+    """Row numbers 0..n-1 rotated to begin at `start`."""
+    rows: npt.NDArray[np.intp] = (np.arange(n, dtype=np.intp) + start) % n
+    return rows
 
 
 def _add_plugin_status(diagnosis: Diagnosis, status: Status) -> None:
