@@ -133,7 +133,7 @@ class _LabelIndex:
         by_value = self._rows.get(key)
         if not by_value:
             return mask
-        selected = by_value.values() if values is None else (by_value.get(v, ()) for v in values)
+        selected = by_value.values() if values is None else (by_value.get(v, []) for v in values)
         for rows in selected:
             mask[rows] = True
         return mask

@@ -31,6 +31,7 @@ _IN_TREE = (
 
 
 def in_tree_registry() -> Registry:
+    """Every built-in plugin under the name kube-scheduler gives it, so configs carry over."""
     return Registry({module.NAME: module.SPEC for module in _IN_TREE})
 
 

@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.objects import Node, Pod
 from scheduler.backend.cache import Cache, Snapshot
-from scheduler.features import FeatureGates
 from scheduler.framework.registry import PluginSpec
 from tests.builders import make_node, make_pod
-
-
-@dataclass
-class FakeHandle:
-    """Only what the in-tree plugins read at construction."""
-
-    features: FeatureGates = field(default_factory=FeatureGates)
-    profile_name: str = "kube-pysched"
+from tests.plugins.fake_handle import FakeHandle
 
 
 def build(spec: PluginSpec, raw_args: dict[str, Any] | None = None) -> Any:
     args = spec.decode_args(raw_args) if spec.decode_args is not None else None
-    return spec.factory(args, FakeHandle())  # type: ignore[arg-type]
+    return spec.factory(args, FakeHandle())
 
 
 def snapshot(nodes: list[Node], pods: list[Pod] = ()) -> Snapshot:  # type: ignore[assignment]

@@ -19,7 +19,7 @@ def default_normalize_score(
     """helper.DefaultNormalizeScore, in place: scale to [0, max_priority], optionally reversed."""
     if len(scores) == 0:
         return
-    max_count = int(scores.max())
+    max_count = max(0, int(scores.max()))  # Go starts its running maximum at zero
     if max_count == 0:
         if reverse:
             scores[:] = max_priority
@@ -32,5 +32,6 @@ def default_normalize_score(
 
 
 def unknown_fields(raw: dict[str, object], known: set[str], path: str = "") -> list[str]:
+    """Field paths in `raw` that strict decoding must reject, as kube-scheduler does."""
     prefix = f"{path}." if path else ""
     return [f"{prefix}{key}" for key in raw if key not in known]

@@ -5,8 +5,6 @@ The `addedAffinity` arg applies a scheduler-enforced affinity to every pod of th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,11 +12,11 @@ import numpy.typing as npt
 
 from scheduler.api.labels import (
     IN,
+    NOT_IN,
     NodeSelector,
     NodeSelectorTerm,
     PreferredSchedulingTerm,
     Requirement,
-    SelectorError,
 )
 from scheduler.api.objects import Node, Pod
 from scheduler.framework.cycle_state import CycleState
@@ -31,56 +29,16 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.interface import ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.registry import ArgsError, PluginSpec
+from scheduler.framework.registry import PluginSpec
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.helper import default_normalize_score
+from scheduler.plugins.node_affinity.args import NodeAffinityArgs, decode_args
 
 NAME = "NodeAffinity"
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
-_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-
-
-@dataclass(frozen=True)
-class NodeAffinityArgs:
-    added_required: NodeSelector | None = None
-    added_preferred: tuple[PreferredSchedulingTerm, ...] = ()
-
-
-def decode_args(raw: Mapping[str, Any] | None) -> NodeAffinityArgs:
-    if not raw:
-        return NodeAffinityArgs()
-    for key in raw:
-        if key not in ("addedAffinity", "apiVersion", "kind"):
-            raise ArgsError(key, "unknown field")
-    added = raw.get("addedAffinity")
-    if added is None:
-        return NodeAffinityArgs()
-    if not isinstance(added, Mapping):
-        raise ArgsError("addedAffinity", "Invalid value: must be an object")
-    for key in added:
-        if key not in (_REQUIRED, _PREFERRED):
-            raise ArgsError(f"addedAffinity.{key}", "unknown field")
-    required = None
-    if added.get(_REQUIRED) is not None:
-        try:
-            required = NodeSelector.parse(added[_REQUIRED])
-        except SelectorError as err:
-            raise ArgsError(f"addedAffinity.{_REQUIRED}", str(err)) from err
-    preferred = []
-    for i, term in enumerate(added.get(_PREFERRED) or []):
-        try:
-            preferred.append(
-                PreferredSchedulingTerm(
-                    int(term.get("weight", 0)), NodeSelectorTerm.parse(term.get("preference") or {})
-                )
-            )
-        except (SelectorError, AttributeError, TypeError, ValueError) as err:
-            raise ArgsError(f"addedAffinity.{_PREFERRED}[{i}]", str(err)) from err
-    return NodeAffinityArgs(required, tuple(preferred))
 
 
 def _matches_required(pod: Pod, node: Node) -> bool:
@@ -99,10 +57,22 @@ def _term_mask(term: NodeSelectorTerm, table: NodeTable) -> BoolColumn:
     for req in term.expressions:
         mask &= table.requirement_mask(req)
     for req in term.fields:
-        names = np.fromiter(
-            (req.matches({"metadata.name": name}) for name in table.names), np.bool_, table.n
-        )
-        mask &= names
+        mask &= _field_mask(req, table)
+    return mask
+
+
+def _field_mask(req: Requirement, table: NodeTable) -> BoolColumn:
+    """Rows whose node name satisfies a matchFields requirement (only metadata.name exists)."""
+    mask: BoolColumn = np.zeros(table.n, np.bool_)
+    if req.key == "metadata.name":
+        for name in req.values:
+            row = table.index.get(name)
+            if row is not None:
+                mask[row] = True
+    if req.operator == NOT_IN:
+        mask = ~mask
+    elif req.operator != IN:
+        mask[:] = False
     return mask
 
 

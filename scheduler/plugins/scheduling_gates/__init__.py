@@ -37,8 +37,7 @@ class SchedulingGates:
 
     @staticmethod
     def is_schedulable_after_gates_eliminated(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Pod) or new.uid != pod.uid:
-            return QueueingHint.QUEUE_SKIP
+        """The event only fires for the pod itself once its last gate is gone: always retry."""
         return QueueingHint.QUEUE
 
 

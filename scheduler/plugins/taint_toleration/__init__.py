@@ -87,9 +87,8 @@ class TaintToleration:
 
     @staticmethod
     def is_schedulable_after_toleration_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if isinstance(new, Pod) and new.uid == pod.uid:
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        """Tolerations can only be added to a pod, so any change may admit it somewhere."""
+        return QueueingHint.QUEUE
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node
@@ -98,11 +97,19 @@ class TaintToleration:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON)
 
     def filter_batch(self, state: CycleState, pod: Pod, table: NodeTable) -> BoolColumn | None:
-        """Untainted rows pass at once; only rows with hard taints are checked one by one."""
+        """Untainted rows pass at once; rows with hard taints are checked once per taint set."""
         mask: BoolColumn = ~table.hard_taints
+        tolerations = pod.tolerations
+        verdicts: dict[tuple[Taint, ...], bool] = {}  # nodes usually share a few taint sets
         for row in np.flatnonzero(table.hard_taints).tolist():
             node = table.infos[row].node
-            if node is not None and find_untolerated_taint(node.taints, pod.tolerations) is None:
+            if node is None:
+                continue
+            fits = verdicts.get(node.taints)
+            if fits is None:
+                fits = find_untolerated_taint(node.taints, tolerations) is None
+                verdicts[node.taints] = fits
+            if fits:
                 mask[row] = True
         return mask
 
@@ -130,10 +137,17 @@ class TaintToleration:
         soft = table.soft_taints[rows]
         if soft.any():
             tolerations = self._tolerations(state, pod)
+            counts: dict[tuple[Taint, ...], int] = {}
+            infos = table.infos
             for i in np.flatnonzero(soft).tolist():
-                node = table.infos[int(rows[i])].node
-                if node is not None:
-                    scores[i] = _intolerable_prefer_no_schedule(node.taints, tolerations)
+                node = infos[int(rows[i])].node
+                if node is None:
+                    continue
+                count = counts.get(node.taints)
+                if count is None:
+                    count = _intolerable_prefer_no_schedule(node.taints, tolerations)
+                    counts[node.taints] = count
+                scores[i] = count
         return scores
 
     def score_extensions(self) -> TaintToleration:
