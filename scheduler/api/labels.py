@@ -5,6 +5,7 @@ Selectors are compiled once when an object is parsed; `matches` is then a few di
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,18 @@ LT = "Lt"
 
 _LABEL_OPERATORS = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST})
 _NODE_OPERATORS = _LABEL_OPERATORS | {GT, LT}
+
+
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_INT64 = 1 << 63
+
+
+def parse_go_int(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): digits with an optional sign only (no "1_0", no spaces)."""
+    if not _GO_INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -_INT64 <= value < _INT64 else None
 
 
 class SelectorError(ValueError):
@@ -48,9 +61,8 @@ class Requirement:
         found = labels.get(self.key)
         if found is None:
             return False
-        try:
-            actual = int(found)
-        except ValueError:
+        actual = parse_go_int(found)
+        if actual is None:
             return False
         return actual > self.number if op == GT else actual < self.number
 
@@ -75,10 +87,10 @@ def _requirement(raw: Mapping[str, Any], operators: frozenset[str]) -> Requireme
     if operator in (GT, LT):
         if len(values) != 1:
             raise SelectorError(f"values: must have exactly one element for {operator!r}")
-        try:
-            number = int(values[0])
-        except ValueError as err:
-            raise SelectorError(f"values[0]: invalid integer {values[0]!r}") from err
+        parsed = parse_go_int(values[0])
+        if parsed is None:
+            raise SelectorError(f"values[0]: invalid integer {values[0]!r}")
+        number = parsed
     return Requirement(key, operator, frozenset(values), number)
 
 

@@ -12,7 +12,16 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.labels import DOES_NOT_EXIST, EXISTS, GT, IN, LT, NOT_IN, Requirement
+from scheduler.api.labels import (
+    DOES_NOT_EXIST,
+    EXISTS,
+    GT,
+    IN,
+    LT,
+    NOT_IN,
+    Requirement,
+    parse_go_int,
+)
 from scheduler.api.objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE
 from scheduler.framework.types import NodeInfo
 
@@ -154,9 +163,8 @@ class _LabelIndex:
         elif op in (GT, LT):
             result = np.zeros(self.n, np.bool_)
             for val, rows in self._rows.get(req.key, {}).items():
-                try:
-                    number = int(val)
-                except ValueError:
+                number = parse_go_int(val)
+                if number is None:
                     continue
                 if (number > req.number) if op == GT else (number < req.number):
                     result[rows] = True

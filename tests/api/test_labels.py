@@ -88,3 +88,12 @@ def test_invalid_requirements_raise(expr: dict[str, object]) -> None:
 def test_selector_from_set() -> None:
     assert selector_from_set({"a": "1"}).matches({"a": "1", "b": "2"})
     assert not selector_from_set({"a": "1"}).matches({"a": "2"})
+
+
+def test_gt_lt_parse_integers_as_go_does() -> None:
+    from scheduler.api.labels import parse_go_int
+
+    assert parse_go_int("-12") == -12
+    assert parse_go_int("+7") == 7
+    for bad in ("1_0", " 5", "5 ", "0x10", "", "1e3", str(1 << 63)):
+        assert parse_go_int(bad) is None, bad
