@@ -73,5 +73,74 @@ def test_health_and_configz(server: tuple[HealthServer, Ready]) -> None:
     srv, _ = server
     assert get(srv, "/healthz")[:2] == (200, b"ok")
     assert get(srv, "/livez")[:2] == (200, b"ok")
-    assert json.loads(get(srv, "/configz")[1]) == {"parallelism": 16}
+    assert json.loads(get(srv, "/configz")[1]) == {"componentconfig": {"parallelism": 16}}
     assert get(srv, "/nope")[0] == 404
+
+
+def test_openmetrics_is_negotiated(server: tuple[HealthServer, Ready]) -> None:
+    srv, _ = server
+    accept = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    status, body, headers = get(srv, "/metrics", {"Accept": accept})
+    assert status == 200
+    assert headers["Content-Type"].startswith("application/openmetrics-text")
+    assert body.decode().endswith("# EOF\n")
+
+
+def test_verbose_readyz_lists_passing_checks(server: tuple[HealthServer, Ready]) -> None:
+    srv, ready = server
+    ready.synced = True
+    status, body, _ = get(srv, "/readyz?verbose")
+    assert status == 200
+    assert body.decode().splitlines() == [
+        "[+]ping ok",
+        "[+]sched-handler-sync ok",
+        "readyz check passed",
+    ]
+    assert get(srv, "/healthz?verbose")[1].decode().splitlines() == [
+        "[+]ping ok",
+        "healthz check passed",
+    ]
+
+
+def test_a_raising_readiness_check_is_a_failed_check() -> None:
+    def broken() -> list[tuple[str, bool]]:
+        raise RuntimeError("boom")
+
+    srv = HealthServer("127.0.0.1", 0, readiness=broken, configz=dict)
+    srv.start()
+    try:
+        status, body, _ = get(srv, "/readyz")
+        assert (status, body.decode().splitlines()[0]) == (500, "[-]readiness failed")
+        assert get(srv, "/healthz")[:2] == (200, b"ok")
+    finally:
+        srv.stop()
+
+
+def test_head_has_headers_but_no_body(server: tuple[HealthServer, Ready]) -> None:
+    srv, _ = server
+    req = urllib.request.Request(f"http://127.0.0.1:{srv.port}/healthz", method="HEAD")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert (resp.status, resp.headers["Content-Length"], resp.read()) == (200, "2", b"")
+
+
+def test_binds_exactly_the_address_and_stop_releases_the_port() -> None:
+    srv = HealthServer("127.0.0.1", 0, readiness=list, configz=dict)
+    assert srv.port != 0
+    srv.start()
+    assert get(srv, "/livez")[:2] == (200, b"ok")
+    srv.stop()
+    srv.stop()  # idempotent
+    with pytest.raises(urllib.error.URLError):
+        get(srv, "/livez")
+    # The port is free again: a new server can take it.
+    again = HealthServer("127.0.0.1", srv.port, readiness=list, configz=dict)
+    again.stop()
+
+
+def test_a_taken_port_fails_at_construction() -> None:
+    srv = HealthServer("127.0.0.1", 0, readiness=list, configz=dict)
+    try:
+        with pytest.raises(OSError):
+            HealthServer("127.0.0.1", srv.port, readiness=list, configz=dict)
+    finally:
+        srv.stop()

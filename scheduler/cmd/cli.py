@@ -13,7 +13,11 @@ from scheduler import __version__
 from scheduler.cmd.options import DEFAULT_MAX_IN_UNSCHEDULABLE, DEFAULT_PORT, Options
 from scheduler.config import ConfigError, load_config
 from scheduler.config.duration import parse_duration
+from scheduler.config.types import KubeSchedulerConfiguration
 from scheduler.features import FeatureGateError, FeatureGates
+from scheduler.logging import LOG_FORMATS, configure_logging
+
+EXIT_USAGE = 2
 
 
 def _duration(text: str) -> float:
@@ -31,6 +35,26 @@ def _feature_gates(text: str) -> FeatureGates:
         return FeatureGates.parse(text)
     except FeatureGateError as err:
         raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is not in the range 0-65535")
+    return port
+
+
+def _verbosity(text: str) -> int:
+    try:
+        level = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid verbosity {text!r}") from None
+    if level < 0:
+        raise argparse.ArgumentTypeError(f"verbosity must be 0 or more, got {level}")
+    return level
 
 
 def _bool(text: str) -> bool:
@@ -74,25 +98,41 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--bind-address",
         default="0.0.0.0",
+        metavar="ADDRESS",
         help="address of the metrics/health HTTP server (default 0.0.0.0)",
     )
     parser.add_argument(
         "--port",
-        type=int,
+        "--secure-port",
+        dest="port",
+        type=_port,
         default=DEFAULT_PORT,
-        help=f"port of the metrics/health server, plain HTTP; 0 picks a free port "
-        f"(default {DEFAULT_PORT})",
+        help=f"port of the /metrics, /healthz, /readyz, /configz server; it serves PLAIN HTTP "
+        f"(kube-scheduler's 10259 is HTTPS); 0 picks a free port (default {DEFAULT_PORT})",
     )
     parser.add_argument(
         "--leader-elect",
         type=_bool,
+        nargs="?",
+        const=True,
         metavar="true|false",
         default=None,
-        help="overrides leaderElection.leaderElect from the config",
+        help="overrides leaderElection.leaderElect from the config; alone it means true",
     )
-    parser.add_argument("--log-format", choices=("json", "console"), default="json")
     parser.add_argument(
-        "-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity; 4+ is debug"
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="json",
+        help="json: one JSON object per line (default); console: human-readable lines",
+    )
+    parser.add_argument(
+        "-v",
+        "--v",
+        dest="verbosity",
+        type=_verbosity,
+        default=0,
+        metavar="LEVEL",
+        help="log verbosity: 0-3 info, 4 and above debug (per-pod scheduling detail)",
     )
     parser.add_argument(
         "--pod-max-in-unschedulable-pods-duration",
@@ -105,7 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)  # exits 2 on bad flags
+    """Runs the scheduler and returns the process exit code; --help and --version return 0."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # argparse has printed the help, version or usage error
+        return done.code if isinstance(done.code, int) else EXIT_USAGE
     from scheduler.framework.registry import RegistryError
     from scheduler.plugins.registry import full_registry
 
@@ -117,9 +161,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(args.config, available_plugins=set(registry))
     except ConfigError as err:
-        print(f"kube-pysched: {err}", file=sys.stderr)
+        print(err, file=sys.stderr)
         return 1
-    options = Options(
+    options = options_from_args(args, config)
+    configure_logging(options.log_format, options.verbosity)
+    from scheduler.cmd.app import run
+
+    return run(options, registry=registry)
+
+
+def options_from_args(args: argparse.Namespace, config: KubeSchedulerConfiguration) -> Options:
+    """Flags win over the file; the config is updated too so /configz shows what is in effect."""
+    if args.kubeconfig:
+        config.client_connection.kubeconfig = args.kubeconfig
+    if args.leader_elect is not None:
+        config.leader_election.leader_elect = args.leader_elect
+    return Options(
         config=config,
         kubeconfig=args.kubeconfig,
         master=args.master,
@@ -131,9 +188,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         verbosity=args.verbosity,
         pod_max_in_unschedulable_pods_duration=args.pod_max_in_unschedulable_pods_duration,
     )
-    from scheduler.logging import configure_logging
-
-    configure_logging(options.log_format, options.verbosity)
-    from scheduler.cmd.app import run
-
-    return run(options, registry=registry)

@@ -6,7 +6,8 @@ from collections.abc import Collection
 
 from scheduler.config.types import PLUGIN_POINTS, PluginEntry, PluginSet
 
-# getDefaultPlugins() of kube-scheduler v1.37 (apis/config/v1/default_plugins.go), in order.
+# getDefaultPlugins() of kube-scheduler v1.37 (apis/config/v1/default_plugins.go), in order,
+# with the plugins its default feature gates add.
 KUBE_SCHEDULER_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("SchedulingGates", None),
     ("PrioritySort", None),
@@ -26,6 +27,8 @@ KUBE_SCHEDULER_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", None),
+    # Appended by applyFeatureGates: the NodeDeclaredFeatures gate is GA and locked on in v1.37.
+    ("NodeDeclaredFeatures", None),
 )
 
 

@@ -30,11 +30,31 @@ def parse_duration(text: str) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """The shortest Go-style form, for showing the effective config."""
-    if seconds == int(seconds):
-        whole = int(seconds)
-        h, rest = divmod(whole, 3600)
-        m, s = divmod(rest, 60)
-        out = (f"{h}h" if h else "") + (f"{m}m" if m or h else "") + f"{s}s"
-        return out
-    return f"{seconds * 1000:g}ms"
+    """Go's time.Duration.String(): how kube-scheduler prints a duration in messages."""
+    nanos = round(seconds * 1e9)
+    if nanos == 0:
+        return "0s"
+    sign = "-" if nanos < 0 else ""
+    nanos = abs(nanos)
+    if nanos < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if nanos >= size:
+                return f"{sign}{_trim(nanos, size)}{unit}"
+    whole_seconds, frac = divmod(nanos, 1_000_000_000)
+    hours, rest = divmod(whole_seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = _trim(secs * 1_000_000_000 + frac, 1_000_000_000) + "s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _trim(value: int, unit: int) -> str:
+    """value/unit as a decimal without trailing zeros (Go's fmtFrac)."""
+    whole, frac = divmod(value, unit)
+    if not frac:
+        return str(whole)
+    digits = len(str(unit)) - 1
+    return f"{whole}.{frac:0{digits}d}".rstrip("0")

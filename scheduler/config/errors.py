@@ -15,7 +15,7 @@ def _go_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    return json.dumps(value, default=str)
+    return json.dumps(value, default=str, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -40,14 +40,16 @@ class FieldError:
 
     @classmethod
     def unknown(cls, path: str) -> FieldError:
-        return cls("", f'unknown field "{path}"')
+        return cls("", f'strict decoding error: unknown field "{path}"')
 
 
 class ConfigError(Exception):
-    """A configuration that cannot be used; one line per problem, prefixed with the source."""
+    """A configuration that cannot be used: one line per problem, each prefixed with the source.
+
+    Every problem is reported at once so one run tells the user everything wrong with the file.
+    """
 
     def __init__(self, source: str, errors: list[FieldError] | list[str]) -> None:
         self.source = source
         self.errors = [str(e) for e in errors]
-        lines = "\n".join(f"  {e}" for e in self.errors)
-        super().__init__(f"invalid configuration in {source}:\n{lines}")
+        super().__init__("\n".join(f"{source}: {e}" for e in self.errors))

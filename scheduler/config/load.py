@@ -29,10 +29,33 @@ from scheduler.config.types import (
 from scheduler.config.validation import validate
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
+# v1 extension points of kube-scheduler's pod group (gang/placement) scheduling, which
+# kube-pysched does not implement: a file may name them but not enable plugins there.
+POD_GROUP_POINTS = ("placementGenerate", "placementScore", "podGroupPostFilter")
 KIND = "KubeSchedulerConfiguration"
 JSON = "application/json"
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _DuplicateKeyError(yaml.MarkedYAMLError):
+    """A key given twice in one mapping: strict decoding rejects it rather than keep the last."""
+
+
+class _StrictLoader(_BaseLoader):  # type: ignore[misc]
+    """Safe YAML loading that refuses duplicate mapping keys, as kube-scheduler's decoder does."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise _DuplicateKeyError(
+                    problem=f'key "{key}" already set in map', problem_mark=key_node.start_mark
+                )
+            seen.add(key)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
 
 
 class _Decoder:
@@ -127,7 +150,11 @@ def parse_config_text(
     text: str, available_plugins: Collection[str], source: str = "<config>"
 ) -> KubeSchedulerConfiguration:
     try:
-        raw = yaml.load(text, Loader=_Loader)
+        raw = yaml.load(text, Loader=_StrictLoader)
+    except _DuplicateKeyError as err:
+        mark = err.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ConfigError(source, [f"strict decoding error: {where}{err.problem}"]) from err
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -162,8 +189,6 @@ def parse_config(
             "parallelism",
             "leaderElection",
             "clientConnection",
-            "healthzBindAddress",
-            "metricsBindAddress",
             "enableProfiling",
             "enableContentionProfiling",
             "percentageOfNodesToScore",
@@ -190,17 +215,14 @@ def parse_config(
     )
     for key in ("enableProfiling", "enableContentionProfiling"):
         d.bool_(top, key, "")
-    for key in ("healthzBindAddress", "metricsBindAddress"):
-        if top.get(key):
-            d.errors.append(
-                FieldError.invalid(key, top[key], "not supported; use --bind-address and --port")
-            )
     cfg.leader_election = _leader_election(d, top.get("leaderElection"))
     cfg.client_connection = _client_connection(d, top.get("clientConnection"))
-    if d.list_(top, "extenders", ""):
-        d.errors.append(
-            FieldError.invalid("extenders", "...", "extenders are not supported by kube-pysched")
-        )
+    # Checked last, where kube-scheduler validates extenders.
+    extender_errors = (
+        [FieldError("extenders", "Forbidden: extenders are not supported by kube-pysched")]
+        if d.list_(top, "extenders", "")
+        else []
+    )
 
     raw_profiles = d.list_(top, "profiles", "")
     cfg.profiles = [
@@ -213,7 +235,7 @@ def parse_config(
         if not explicit or raw_profiles[0].get("schedulerName") is None:
             cfg.profiles[0].scheduler_name = DEFAULT_SCHEDULER_NAME
 
-    errors = d.errors + validate(cfg)
+    errors = d.errors + validate(cfg) + extender_errors
     if errors:
         raise ConfigError(source, errors)
     return cfg
@@ -256,6 +278,7 @@ def _client_connection(d: _Decoder, raw: Any) -> ClientConnection:
     cc.kubeconfig = d.str_(obj, "kubeconfig", path) or ""
     cc.qps = d.float_(obj, "qps", path) or cc.qps
     cc.burst = d.int_(obj, "burst", path) or cc.burst
+    # Only JSON is spoken to the API server; protobuf (kube-scheduler's default) is refused.
     for key in ("contentType", "acceptContentTypes"):
         value = d.str_(obj, key, path)
         if value and any(part.strip() != JSON for part in value.split(",")):
@@ -265,6 +288,10 @@ def _client_connection(d: _Decoder, raw: Any) -> ClientConnection:
                     f'Unsupported value: "{value}": supported values: "{JSON}"',
                 )
             )
+        elif value and key == "contentType":
+            cc.content_type = value
+        elif value:
+            cc.accept_content_types = value
     return cc
 
 
@@ -288,7 +315,15 @@ def _profile(d: _Decoder, raw: Any, path: str, available: Collection[str]) -> Pr
 
 
 def _plugins(d: _Decoder, raw: Any, path: str) -> dict[str, PluginSet]:
-    obj = d.obj(raw, path, PLUGIN_POINTS)
+    obj = d.obj(raw, path, (*PLUGIN_POINTS, *POD_GROUP_POINTS))
+    for point in POD_GROUP_POINTS:
+        if point in obj and _plugin_set(d, obj.pop(point), f"{path}.{point}").enabled:
+            d.errors.append(
+                FieldError(
+                    f"{path}.{point}",
+                    "Forbidden: pod group scheduling is not supported by kube-pysched",
+                )
+            )
     return {point: _plugin_set(d, obj.get(point), f"{path}.{point}") for point in obj}
 
 

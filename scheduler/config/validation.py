@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from scheduler.config.duration import format_duration
 from scheduler.config.errors import FieldError
 from scheduler.config.types import (
@@ -9,6 +11,8 @@ from scheduler.config.types import (
     ClientConnection,
     KubeSchedulerConfiguration,
     LeaderElection,
+    PluginEntry,
+    PluginSet,
     Profile,
 )
 
@@ -71,6 +75,7 @@ def _client_connection(cc: ClientConnection) -> list[FieldError]:
 
 
 def _leader_election(le: LeaderElection) -> list[FieldError]:
+    """component-base's leader election checks, plus kube-scheduler's lease-only lock."""
     if not le.leader_elect:
         return []
     path = "leaderElection"
@@ -91,20 +96,21 @@ def _leader_election(le: LeaderElection) -> list[FieldError]:
             FieldError.invalid(
                 f"{path}.leaseDuration",
                 format_duration(le.renew_deadline),
-                "LeaseDuration must be greater than RenewDeadline",
+                "must be greater than `RenewDeadline`",
             )
         )
+    for key, name in (
+        ("resourceLock", le.resource_lock),
+        ("resourceNamespace", le.resource_namespace),
+        ("resourceName", le.resource_name),
+    ):
+        if not name:
+            errors.append(FieldError.required(f"{path}.{key}"))
     if le.resource_lock != "leases":
         errors.append(
             FieldError.invalid(
                 f"{path}.resourceLock", le.resource_lock, 'resourceLock value must be "leases"'
             )
-        )
-    if not le.resource_name:
-        errors.append(FieldError.invalid(f"{path}.resourceName", "", "resourceName is required"))
-    if not le.resource_namespace:
-        errors.append(
-            FieldError.invalid(f"{path}.resourceNamespace", "", "resourceNamespace is required")
         )
     return errors
 
@@ -118,7 +124,8 @@ def _profile(path: str, profile: Profile) -> list[FieldError]:
         f'was invalid in version "{API_VERSION}" '
         f'(KubeSchedulerConfiguration is version "{API_VERSION}")'
     )
-    for point in PLUGIN_POINTS:
+    # As kube-scheduler, multiPoint is not checked here; the registry rejects unknown names.
+    for point in PLUGIN_POINTS[1:]:
         for j, entry in enumerate(profile.plugin_set(point).enabled):
             if entry.name in REMOVED_PLUGINS:
                 errors.append(
@@ -135,6 +142,15 @@ def _profile(path: str, profile: Profile) -> list[FieldError]:
     return errors
 
 
+def _go_plugin_set(plugins: PluginSet) -> dict[str, Any]:
+    """The internal PluginSet as Go's encoding/json shows it in a field error."""
+
+    def entries(items: list[PluginEntry]) -> list[dict[str, Any]] | None:
+        return [{"Name": p.name, "Weight": p.weight or 0} for p in items] or None
+
+    return {"Enabled": entries(plugins.enabled), "Disabled": entries(plugins.disabled)}
+
+
 def _common_queue_sort(profiles: list[Profile]) -> list[FieldError]:
     """Every profile must sort the one shared queue the same way (validateCommonQueueSort)."""
     errors: list[FieldError] = []
@@ -148,22 +164,26 @@ def _common_queue_sort(profiles: list[Profile]) -> list[FieldError]:
             )
         )
     sort_name = canon.enabled[0].name if canon.enabled else ""
-    sort_args = next((c.args for c in profiles[0].plugin_config if c.name == sort_name), None)
+    sort_args = next(
+        (c.args for c in profiles[0].plugin_config if sort_name and c.name == sort_name), None
+    )
     for i, profile in enumerate(profiles[1:], start=1):
         current = profile.plugin_set("queueSort")
         if current != canon:
             errors.append(
-                FieldError(
+                FieldError.invalid(
                     f"profiles[{i}].plugins.queueSort",
-                    "Invalid value: must be the same for all profiles",
+                    _go_plugin_set(current),
+                    "must be the same for all profiles",
                 )
             )
         for config in profile.plugin_config:
-            if sort_name and config.name == sort_name and config.args != sort_args:
+            if config.name == sort_name and config.args != sort_args:
                 errors.append(
-                    FieldError(
+                    FieldError.invalid(
                         f"profiles[{i}].pluginConfig.args",
-                        "Invalid value: queueSort must be the same for all profiles",
+                        config.args,
+                        "queueSort must be the same for all profiles",
                     )
                 )
     return errors

@@ -1,0 +1,198 @@
+"""cli.main in process: flags and the config file become Options handed to app.run."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+from scheduler import __version__
+from scheduler.cmd import cli
+from scheduler.cmd.options import Options
+from scheduler.framework.registry import RegistryError
+
+HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+@pytest.fixture(autouse=True)
+def restore_structlog() -> Iterator[None]:
+    """main configures logging for the process; later tests must not log into captured streams."""
+    yield
+    structlog.reset_defaults()
+
+
+PLUGINS = ("PrioritySort", "NodeName", "TaintToleration", "DefaultBinder")
+
+
+def _install(monkeypatch: pytest.MonkeyPatch, name: str, **attrs: object) -> None:
+    """Puts a stand-in module where main imports it lazily, so these tests need only the CLI."""
+    module = types.ModuleType(name)
+    for key, value in attrs.items():
+        setattr(module, key, value)
+    monkeypatch.setitem(sys.modules, name, module)
+
+
+@pytest.fixture
+def fake_registry(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[], object]], None]:
+    def install(full_registry: Callable[[], object]) -> None:
+        _install(monkeypatch, "scheduler.plugins.registry", full_registry=full_registry)
+
+    install(lambda: dict.fromkeys(PLUGINS))
+    return install
+
+
+@pytest.fixture
+def run_result(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
+    def install(code: int) -> None:
+        _install(monkeypatch, "scheduler.cmd.app", run=lambda options, **_: code)
+
+    return install
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch, fake_registry: object) -> list[Options]:
+    """Replaces the process wiring: main's result is app.run's, and the options are kept."""
+    seen: list[Options] = []
+
+    def fake_run(options: Options, **_: object) -> int:
+        seen.append(options)
+        return 0
+
+    _install(monkeypatch, "scheduler.cmd.app", run=fake_run)
+    return seen
+
+
+def test_defaults_without_flags(captured: list[Options]) -> None:
+    assert cli.main([]) == 0
+    (options,) = captured
+    assert options.config.profiles[0].scheduler_name == "kube-pysched"
+    # The default plugins are filtered to what the registry provides.
+    multi_point = options.config.profiles[0].to_spec().plugin_set("multiPoint").enabled
+    assert [ref.name for ref in multi_point] == [
+        "PrioritySort",
+        "NodeName",
+        "TaintToleration",
+        "DefaultBinder",
+    ]
+    assert (options.bind_address, options.port) == ("0.0.0.0", 10259)
+    assert (options.kubeconfig, options.master, options.leader_elect) == (None, None, None)
+    assert (options.log_format, options.verbosity) == ("json", 0)
+    assert options.pod_max_in_unschedulable_pods_duration == 300.0
+    assert options.feature_gates.enabled("SchedulerQueueingHints")
+
+
+def test_flags_and_config_file(captured: list[Options], tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(HEAD + "parallelism: 3\nleaderElection: {leaderElect: true}\n")
+    code = cli.main(
+        [
+            "--config",
+            str(path),
+            "--kubeconfig",
+            "/kc",
+            "--master",
+            "http://127.0.0.1:8080",
+            "--feature-gates",
+            "SchedulerQueueingHints=false",
+            "--bind-address",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--leader-elect=false",
+            "--log-format",
+            "console",
+            "--v=4",
+            "--pod-max-in-unschedulable-pods-duration",
+            "1m30s",
+        ]
+    )
+    assert code == 0
+    (options,) = captured
+    assert options.config.parallelism == 3
+    assert (options.kubeconfig, options.master) == ("/kc", "http://127.0.0.1:8080")
+    assert not options.feature_gates.enabled("SchedulerQueueingHints")
+    assert (options.bind_address, options.port) == ("127.0.0.1", 0)
+    assert options.leader_elect is False
+    assert (options.log_format, options.verbosity) == ("console", 4)
+    assert options.pod_max_in_unschedulable_pods_duration == 90.0
+    # Flags win over the file, and /configz shows what is in effect.
+    assert options.config.leader_election.leader_elect is False
+    assert options.config.client_connection.kubeconfig == "/kc"
+
+
+def test_leader_elect_alone_means_true_and_secure_port_is_an_alias(
+    captured: list[Options],
+) -> None:
+    assert cli.main(["--leader-elect", "--secure-port", "12345", "-v", "2"]) == 0
+    assert (captured[0].leader_elect, captured[0].port, captured[0].verbosity) == (
+        True,
+        12345,
+        2,
+    )
+
+
+def test_exit_code_is_app_runs(fake_registry: object, run_result: Callable[[int], None]) -> None:
+    run_result(1)
+    assert cli.main([]) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--port", "70000"], "port 70000 is not in the range 0-65535"),
+        (["--v", "-1"], "verbosity must be 0 or more"),
+        (["--log-format", "xml"], "invalid choice: 'xml'"),
+        (["--pod-max-in-unschedulable-pods-duration", "5x"], 'time: invalid duration "5x"'),
+        (["--leader-elect=maybe"], "expected true or false"),
+        (["--feature-gates", "Nope=true"], "unrecognized feature gate: Nope"),
+        (["--feature-gates", "SchedulerQueueingHints"], "expected Name=true|false"),
+        (["stray"], "unrecognized arguments: stray"),
+    ],
+)
+def test_usage_errors_return_2_without_running(
+    argv: list[str], message: str, captured: list[Options], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert captured == []
+
+
+def test_version_and_help_return_0(
+    captured: list[Options], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"kube-pysched {__version__}"
+    assert cli.main(["--help"]) == 0
+    assert "plain http" in capsys.readouterr().out.lower()
+    assert captured == []
+
+
+def test_config_errors_go_to_stderr_one_per_line_and_exit_1(
+    captured: list[Options], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(HEAD + "parallelism: 0\nextenders: [{urlPrefix: 'http://x'}]\n")
+    assert cli.main(["--config", str(path)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}: parallelism: Invalid value: 0: should be an integer value greater than zero",
+        f"{path}: extenders: Forbidden: extenders are not supported by kube-pysched",
+    ]
+    assert captured == []
+
+
+def test_registry_errors_exit_1(
+    fake_registry: Callable[[Callable[[], object]], None],
+    captured: list[Options],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def broken() -> object:
+        raise RegistryError("plugin 'X' is registered twice")
+
+    fake_registry(broken)
+    assert cli.main([]) == 1
+    assert "kube-pysched: plugin 'X' is registered twice" in capsys.readouterr().err
+    assert captured == []
