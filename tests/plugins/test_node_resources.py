@@ -120,7 +120,12 @@ def test_extended_resources_and_ignored_resources() -> None:
     ("raw", "path", "message"),
     [
         (
-            {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 101}]}},
+            {
+                "scoringStrategy": {
+                    "type": "LeastAllocated",
+                    "resources": [{"name": "cpu", "weight": 101}],
+                }
+            },
             "scoringStrategy.resources[0].weight",
             "Invalid value: 101: resource weight of cpu not in valid range (0, 100]",
         ),
@@ -152,7 +157,7 @@ def test_extended_resources_and_ignored_resources() -> None:
             "ignoredResourceGroups[0]",
             "Invalid value: \"a/b\": resource group name can't contain '/'",
         ),
-        ({"scoringStrategie": {}}, "scoringStrategie", "unknown field"),
+        ({"scoringStrategie": {}}, "scoringStrategie", 'unknown field "scoringStrategie"'),
     ],
 )
 def test_fit_args_errors(raw: dict[str, object], path: str, message: str) -> None:

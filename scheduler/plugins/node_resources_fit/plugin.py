@@ -1,7 +1,9 @@
-"""NodeResourcesFit: the pod's requests must fit the node's free allocatable; scoring strategies.
+"""NodeResourcesFit: the pod's requests must fit in the node's free allocatable; resource scoring.
 
-Filter is vectorised over the NodeTable columns; scoring is vectorised for LeastAllocated and
-MostAllocated and per node for RequestedToCapacityRatio.
+Filter compares the pod's requests with allocatable minus what the node's pods already request;
+Score applies the configured strategy (LeastAllocated, MostAllocated or
+RequestedToCapacityRatio). Both have numpy forms over the NodeTable that give the same answers
+as the per-node methods.
 """
 
 from __future__ import annotations
@@ -12,10 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.objects import Node, Pod
-from scheduler.api.resources import Resource, is_extended_resource_name
+from scheduler.api.resources import Resource, is_extended_resource_name, is_scalar_resource_name
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
-    EVENT_ASSIGNED_POD_DELETE,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -26,157 +27,229 @@ from scheduler.framework.interface import Handle, ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
-from scheduler.plugins.helper.resource_allocation import (
-    least_allocated,
-    least_allocated_matrix,
-    most_allocated,
-    most_allocated_matrix,
-    node_vectors,
-    pod_requests,
-    requested_to_capacity_ratio,
-    table_matrices,
-)
 from scheduler.plugins.node_resources_fit.args import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
     FitArgs,
 )
+from scheduler.plugins.resource_scoring.requests import (
+    node_vectors,
+    pod_request_list,
+    table_matrices,
+)
+from scheduler.plugins.resource_scoring.scorers import (
+    LeastAllocated,
+    MostAllocated,
+    RequestedToCapacityRatio,
+    Scorer,
+)
 
 NAME = "NodeResourcesFit"
-_PRE_SCORE_KEY = "PreScore" + NAME
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+TOO_MANY_PODS = "Too many pods"
 
 
-def _insufficient(
-    req: Resource, info: NodeInfo, ignored: frozenset[str], groups: frozenset[str]
-) -> tuple[list[str], bool]:
-    """fitsRequest: the failure reasons, and whether even an empty node could not fit."""
-    reasons: list[str] = []
-    unresolvable = False
-    alloc, used = info.allocatable, info.requested
-    if len(info.pods) + 1 > alloc.allowed_pod_number:
-        reasons.append("Too many pods")
-    if not (req.milli_cpu or req.memory or req.ephemeral_storage or req.scalar):
-        return reasons, unresolvable
-    if req.milli_cpu > 0 and req.milli_cpu > alloc.milli_cpu - used.milli_cpu:
-        reasons.append("Insufficient cpu")
-        unresolvable |= req.milli_cpu > alloc.milli_cpu
-    if req.memory > 0 and req.memory > alloc.memory - used.memory:
-        reasons.append("Insufficient memory")
-        unresolvable |= req.memory > alloc.memory
-    if req.ephemeral_storage > 0 and req.ephemeral_storage > (
-        alloc.ephemeral_storage - used.ephemeral_storage
-    ):
-        reasons.append("Insufficient ephemeral-storage")
-        unresolvable |= req.ephemeral_storage > alloc.ephemeral_storage
-    for name in sorted(req.scalar):
-        quantity = req.scalar[name]
-        if quantity == 0 or _ignored(name, ignored, groups):
-            continue
-        available = alloc.scalar.get(name, 0)
-        if quantity > available - used.scalar.get(name, 0):
-            reasons.append(f"Insufficient {name}")
-            unresolvable |= quantity > available
-    return reasons, unresolvable
-
-
-def _ignored(name: str, ignored: frozenset[str], groups: frozenset[str]) -> bool:
+def is_ignored(name: str, ignored: frozenset[str], groups: frozenset[str]) -> bool:
+    """An extended resource the args tell Filter not to check (by name or by domain group)."""
     if not is_extended_resource_name(name):
         return False
     return name in ignored or (bool(groups) and name.split("/", 1)[0] in groups)
 
 
+def insufficient_resources(
+    request: Resource,
+    info: NodeInfo,
+    ignored: frozenset[str] = frozenset(),
+    groups: frozenset[str] = frozenset(),
+) -> tuple[list[str], bool]:
+    """fitsRequest: failure reasons, and whether one of them holds even on an empty node."""
+    reasons: list[str] = []
+    unresolvable = False
+    alloc, used = info.allocatable, info.requested
+    if len(info.pods) + 1 > alloc.allowed_pod_number:
+        reasons.append(TOO_MANY_PODS)
+    cpu, memory, storage, scalar = (
+        request.milli_cpu,
+        request.memory,
+        request.ephemeral_storage,
+        request.scalar,
+    )
+    if cpu == 0 and memory == 0 and storage == 0 and not scalar:
+        return reasons, unresolvable
+    if cpu > 0 and cpu > alloc.milli_cpu - used.milli_cpu:
+        reasons.append("Insufficient cpu")
+        unresolvable = unresolvable or cpu > alloc.milli_cpu
+    if memory > 0 and memory > alloc.memory - used.memory:
+        reasons.append("Insufficient memory")
+        unresolvable = unresolvable or memory > alloc.memory
+    if storage > 0 and storage > alloc.ephemeral_storage - used.ephemeral_storage:
+        reasons.append("Insufficient ephemeral-storage")
+        unresolvable = unresolvable or storage > alloc.ephemeral_storage
+    # Go walks a map here (random order); sorting keeps our messages stable.
+    for name in sorted(scalar):
+        quantity = scalar[name]
+        if quantity <= 0 or is_ignored(name, ignored, groups):
+            continue
+        capacity = alloc.scalar.get(name, 0)
+        if quantity > capacity - used.scalar.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+            unresolvable = unresolvable or quantity > capacity
+    return reasons, unresolvable
+
+
+def _any_requested_resource_increased(request: Resource, old: Node, new: Node) -> bool:
+    """haveAnyRequestedResourcesIncreased: the node now offers more of something the pod needs."""
+    before, after = old.allocatable, new.allocatable
+    if after.allowed_pod_number > before.allowed_pod_number:
+        return True
+    if (
+        request.milli_cpu == 0
+        and request.memory == 0
+        and request.ephemeral_storage == 0
+        and not request.scalar
+    ):
+        return False
+    if (
+        (request.milli_cpu > 0 and after.milli_cpu > before.milli_cpu)
+        or (request.memory > 0 and after.memory > before.memory)
+        or (request.ephemeral_storage > 0 and after.ephemeral_storage > before.ephemeral_storage)
+    ):
+        return True
+    return any(
+        quantity != 0 and after.scalar.get(name, 0) > before.scalar.get(name, 0)
+        for name, quantity in request.scalar.items()
+    )
+
+
+def _enough_relevant_resources_decreased(target: Pod, old: Pod, new: Pod) -> bool:
+    """haveEnoughRelevantResourcesDecreased: a bound pod gave back something the target needs."""
+    if not new.node_name:
+        return False
+    want, before, after = target.requests, old.requests, new.requests
+    if want.milli_cpu and before.milli_cpu > after.milli_cpu:
+        return True
+    if want.memory and before.memory > after.memory:
+        return True
+    if want.ephemeral_storage and before.ephemeral_storage > after.ephemeral_storage:
+        return True
+    return any(
+        quantity
+        and is_scalar_resource_name(name)
+        and before.scalar.get(name, 0) > after.scalar.get(name, 0)
+        for name, quantity in want.scalar.items()
+    )
+
+
+def _build_scorer(args: FitArgs) -> Scorer:
+    weights = [spec.weight for spec in args.resources]
+    if args.strategy == LEAST_ALLOCATED:
+        return LeastAllocated(weights)
+    if args.strategy == MOST_ALLOCATED:
+        return MostAllocated(weights)
+    return RequestedToCapacityRatio(weights, args.shape)
+
+
 class NodeResourcesFit:
+    """Filter on free allocatable and Score by the configured resource strategy."""
+
     name = NAME
 
     def __init__(self, args: FitArgs, handle: Handle) -> None:
         self.args = args
         self.resources = args.resources
-        weights = [r.weight for r in args.resources]
-        if args.strategy == LEAST_ALLOCATED:
-            self._scorer = least_allocated(weights)
-        elif args.strategy == MOST_ALLOCATED:
-            self._scorer = most_allocated(weights)
-        else:
-            self._scorer = requested_to_capacity_ratio(weights, args.shape)
-        self._weights = weights
-        self._resize_events = handle.features.enabled("InPlacePodVerticalScaling")
+        self.scorer = _build_scorer(args)
+        self._ignored = args.ignored_resources
+        self._groups = args.ignored_resource_groups
+        self._queueing_hints = handle.features.enabled("SchedulerQueueingHints")
+        self._in_place_resize = handle.features.enabled("InPlacePodVerticalScaling")
 
     # --- events -----------------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
+        node_actions = ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+        if not self._queueing_hints:
+            # Without hints, node adds may have been filtered out earlier, so taint and label
+            # updates must also requeue (kubernetes#109437).
+            node_actions |= ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL
         events = [
-            ClusterEventWithHint(EVENT_ASSIGNED_POD_DELETE, self.is_schedulable_after_pod_deleted),
             ClusterEventWithHint(
-                ClusterEvent(
-                    EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
-                ),
+                ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
+                self.is_schedulable_after_assigned_pod_delete,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, node_actions),
                 self.is_schedulable_after_node_change,
             ),
         ]
-        if self._resize_events:
-            events += [
+        if self._in_place_resize:
+            events.append(
                 ClusterEventWithHint(
                     ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN),
-                    self.is_schedulable_after_pod_scale_down,
-                ),
+                    self.is_schedulable_after_assigned_pod_scale_down,
+                )
+            )
+            # The pod itself shrinking can only help: always requeue.
+            events.append(
                 ClusterEventWithHint(
-                    ClusterEvent(EventResource.TARGET_POD, ActionType.UPDATE_POD_SCALE_DOWN),
-                ),
-            ]
+                    ClusterEvent(EventResource.TARGET_POD, ActionType.UPDATE_POD_SCALE_DOWN)
+                )
+            )
         return events
 
     @staticmethod
-    def is_schedulable_after_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if isinstance(old, Pod) and not old.node_name and not old.nominated_node_name:
+    def is_schedulable_after_assigned_pod_delete(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        deleted = old if isinstance(old, Pod) else new
+        if not isinstance(deleted, Pod):
+            return QueueingHint.QUEUE
+        if not deleted.node_name and not deleted.nominated_node_name:
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
 
-    def is_schedulable_after_pod_scale_down(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+    # The name the rest of the code base has used for this hint.
+    is_schedulable_after_pod_deleted = is_schedulable_after_assigned_pod_delete
+
+    @staticmethod
+    def is_schedulable_after_assigned_pod_scale_down(pod: Pod, old: Any, new: Any) -> QueueingHint:
         if not isinstance(old, Pod) or not isinstance(new, Pod):
             return QueueingHint.QUEUE
-        if not new.node_name:
-            return QueueingHint.QUEUE_SKIP
-        want, before, after = pod.requests, old.requests, new.requests
-        decreased = (
-            (want.milli_cpu and after.milli_cpu < before.milli_cpu)
-            or (want.memory and after.memory < before.memory)
-            or (want.ephemeral_storage and after.ephemeral_storage < before.ephemeral_storage)
-            or any(
-                after.scalar.get(k, 0) < before.scalar.get(k, 0)
-                for k, v in want.scalar.items()
-                if v
-            )
-        )
-        return QueueingHint.QUEUE if decreased else QueueingHint.QUEUE_SKIP
+        if _enough_relevant_resources_decreased(pod, old, new):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
-    def is_schedulable_after_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+    @staticmethod
+    def is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
         if not isinstance(new, Node):
             return QueueingHint.QUEUE
-        reasons, _ = _insufficient(
-            pod.requests,
-            NodeInfo(new),
-            self.args.ignored_resources,
-            self.args.ignored_resource_groups,
-        )
+        # isFit: the pod alone on the new node, with no resources ignored.
+        reasons, _ = insufficient_resources(pod.requests, NodeInfo(new))
         if reasons:
             return QueueingHint.QUEUE_SKIP
         if not isinstance(old, Node):
             return QueueingHint.QUEUE
-        return QueueingHint.QUEUE if _increased(pod.requests, old, new) else QueueingHint.QUEUE_SKIP
+        if _any_requested_resource_increased(pod.requests, old, new):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     # --- filter -----------------------------------------------------------------------------
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
+        state.write(PRE_FILTER_STATE_KEY, pod.requests)
         return None, None
 
     def pre_filter_extensions(self) -> None:
         return None
 
+    @staticmethod
+    def _pod_request(state: CycleState, pod: Pod) -> Resource:
+        request = state.get(PRE_FILTER_STATE_KEY)
+        return request if isinstance(request, Resource) else pod.requests
+
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        reasons, unresolvable = _insufficient(
-            pod.requests, node_info, self.args.ignored_resources, self.args.ignored_resource_groups
+        reasons, unresolvable = insufficient_resources(
+            self._pod_request(state, pod), node_info, self._ignored, self._groups
         )
         if not reasons:
             return None
@@ -184,72 +257,51 @@ class NodeResourcesFit:
         return Status(code, *reasons)
 
     def filter_batch(self, state: CycleState, pod: Pod, table: NodeTable) -> BoolColumn | None:
-        req = pod.requests
-        mask: BoolColumn = table.pod_count + 1 <= table.alloc_pods
-        if not (req.milli_cpu or req.memory or req.ephemeral_storage or req.scalar):
-            return mask
-        if req.milli_cpu > 0:
-            mask &= req.milli_cpu <= table.alloc_cpu - table.req_cpu
-        if req.memory > 0:
-            mask &= req.memory <= table.alloc_mem - table.req_mem
-        if req.ephemeral_storage > 0:
-            mask &= req.ephemeral_storage <= table.alloc_eph - table.req_eph
-        for name, quantity in req.scalar.items():
-            if quantity == 0 or _ignored(
-                name, self.args.ignored_resources, self.args.ignored_resource_groups
-            ):
+        request = self._pod_request(state, pod)
+        fits: BoolColumn = table.pod_count + 1 <= table.alloc_pods
+        cpu, memory, storage = request.milli_cpu, request.memory, request.ephemeral_storage
+        if cpu > 0:
+            fits &= cpu <= table.alloc_cpu - table.req_cpu
+        if memory > 0:
+            fits &= memory <= table.alloc_mem - table.req_mem
+        if storage > 0:
+            fits &= storage <= table.alloc_eph - table.req_eph
+        for name, quantity in request.scalar.items():
+            if quantity <= 0 or is_ignored(name, self._ignored, self._groups):
                 continue
-            alloc, used = table.scalar(name)
-            mask &= quantity <= alloc - used
-        return mask
+            capacity, used = table.scalar(name)
+            fits &= quantity <= capacity - used
+        return fits
 
     # --- score ------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
-        state.write(_PRE_SCORE_KEY, pod_requests(pod, self.resources, use_requested=False))
+        state.write(PRE_SCORE_STATE_KEY, pod_request_list(pod, self.resources, False))
         return None
 
-    def _requests(self, state: CycleState, pod: Pod) -> list[int]:
-        requests = state.get(_PRE_SCORE_KEY)
-        if requests is None:
-            requests = pod_requests(pod, self.resources, use_requested=False)
-        return requests  # type: ignore[no-any-return]
+    def _score_requests(self, state: CycleState, pod: Pod) -> list[int]:
+        requests = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(requests, list):
+            return requests
+        return pod_request_list(pod, self.resources, False)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | Status:
         if not self.resources:
             return Status(Code.ERROR, "resources not found")
-        requests = self._requests(state, pod)
         requested, allocated, allocatable = node_vectors(
-            node_info, self.resources, requests, use_requested=False
+            node_info, self.resources, self._score_requests(state, pod), False
         )
-        return self._scorer(requested, allocated, allocatable)
+        return self.scorer.score(requested, allocated, allocatable)
 
     def score_batch(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
     ) -> ScoreColumn | None:
-        if self.args.strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED) or not self.resources:
-            return None
-        requests = self._requests(state, pod)
-        requested, _, allocatable = table_matrices(
-            table, rows, self.resources, requests, use_requested=False
+        if not self.resources:
+            return None  # per-node score reports the error
+        requested, allocated, allocatable = table_matrices(
+            table, rows, self.resources, self._score_requests(state, pod), False
         )
-        if self.args.strategy == LEAST_ALLOCATED:
-            return least_allocated_matrix(requested, allocatable, self._weights)
-        return most_allocated_matrix(requested, allocatable, self._weights)
+        return self.scorer.score_matrix(requested, allocated, allocatable)
 
     def score_extensions(self) -> None:
         return None
-
-
-def _increased(req: Resource, old: Node, new: Node) -> bool:
-    """haveAnyRequestedResourcesIncreased: more room for something the pod asks for."""
-    a, b = old.allocatable, new.allocatable
-    if b.allowed_pod_number > a.allowed_pod_number:
-        return True
-    if req.milli_cpu and b.milli_cpu > a.milli_cpu:
-        return True
-    if req.memory and b.memory > a.memory:
-        return True
-    if req.ephemeral_storage and b.ephemeral_storage > a.ephemeral_storage:
-        return True
-    return any(v and b.scalar.get(k, 0) > a.scalar.get(k, 0) for k, v in req.scalar.items())

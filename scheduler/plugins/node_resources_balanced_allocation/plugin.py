@@ -1,0 +1,73 @@
+"""NodeResourcesBalancedAllocation: prefer nodes where the pod keeps resource usage balanced.
+
+Scores how much placing the pod changes the spread of the node's usage fractions, using real
+requests (no non-zero defaults); pods that request none of the resources skip the plugin.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.api.objects import Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import Handle, ScoreColumn
+from scheduler.framework.node_table import NodeTable
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo
+from scheduler.plugins.node_resources_balanced_allocation.args import BalancedAllocationArgs
+from scheduler.plugins.resource_scoring.requests import (
+    node_vectors,
+    pod_request_list,
+    table_matrices,
+)
+from scheduler.plugins.resource_scoring.scorers import BalancedAllocation as BalancedScorer
+
+NAME = "NodeResourcesBalancedAllocation"
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+
+class BalancedAllocation:
+    """Score plugin; the arithmetic lives in resource_scoring.scorers.BalancedAllocation."""
+
+    name = NAME
+
+    def __init__(self, args: BalancedAllocationArgs, handle: Handle) -> None:
+        self.resources = args.resources
+        self.scorer = BalancedScorer()
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
+        requests = pod_request_list(pod, self.resources, True)
+        if not any(requests):
+            return Status(Code.SKIP)
+        state.write(PRE_SCORE_STATE_KEY, requests)
+        return None
+
+    def _requests(self, state: CycleState, pod: Pod) -> list[int]:
+        requests = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(requests, list):
+            return requests
+        return pod_request_list(pod, self.resources, True)
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | Status:
+        requests = self._requests(state, pod)
+        if not any(requests):
+            return 0  # best-effort pod scored without PreScore, as Go does
+        if not self.resources:
+            return Status(Code.ERROR, "resources not found")
+        requested, allocated, allocatable = node_vectors(node_info, self.resources, requests, True)
+        return self.scorer.score(requested, allocated, allocatable)
+
+    def score_batch(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
+    ) -> ScoreColumn | None:
+        requests = self._requests(state, pod)
+        if not any(requests):
+            return np.zeros(len(rows), np.int64)
+        requested, allocated, allocatable = table_matrices(
+            table, rows, self.resources, requests, True
+        )
+        return self.scorer.score_matrix(requested, allocated, allocatable)
+
+    def score_extensions(self) -> None:
+        return None

@@ -1,0 +1,1 @@
+"""Resource-allocation scoring shared by NodeResourcesFit and NodeResourcesBalancedAllocation."""
