@@ -1,21 +1,20 @@
-"""Runs one workload with one scheduler on a running control plane and returns its figures.
+"""One workload with one scheduler on a running control plane: set up, measure, clean up.
 
-Each run gets fresh nodes (a per-run name prefix) and a fresh namespace, and removes both
-afterwards, so kube-scheduler and kube-pysched meet identical clusters.
+Every run gets its own namespace and nodes (labelled with the run id), which are deleted and
+waited for afterwards, so each scheduler meets an identical, empty cluster. Init pods are placed
+directly (spec.nodeName), so setup does not depend on the scheduler under test; the scheduler is
+started after them and must bind a warm-up pod before measuring begins (its caches are synced).
 """
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
+import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -23,313 +22,344 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from e2e.bench.measure import PodWatcher, process_usage, summarize
-from e2e.cluster import ControlPlane, NotReadyError, kwok_node_manifest, wait_for
-from e2e.pysched import Pysched
+from e2e.bench.rest import CreateError, RestClient
+from e2e.bench.schedulers import running_scheduler, scheduler_config
+from e2e.bench.workload import PRIORITY_CLASSES, NodeTemplate, PodTemplate, Size, Workload
+from e2e.cluster import ControlPlane, NotReadyError, wait_for
 
-SCHEDULER_NAME = "bench-scheduler"
-CREATE_THREADS = 8
-# kube-scheduler's default plugins minus those kube-pysched does not have yet, so both
-# schedulers run the same profile.
-NOT_IN_PYSCHED = [
-    "VolumeRestrictions",
-    "NodeVolumeLimits",
-    "VolumeBinding",
-    "VolumeZone",
-    "PodTopologySpread",
-    "InterPodAffinity",
-    "DefaultPreemption",
-    "ImageLocality",
-]
+CREATE_THREADS = 24
+CLEANUP_TIMEOUT = 600.0
+LEAD_IN_ROUNDS = 3
+WARMUP = PodTemplate(requests={"cpu": "1m", "memory": "1Mi"})
 
 
-def scheduler_config() -> dict[str, Any]:
-    """The same KubeSchedulerConfiguration for both schedulers (client limits as scheduler_perf)."""
-    return {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "leaderElection": {"leaderElect": False},
-        "clientConnection": {"qps": 5000, "burst": 5000},
-        "profiles": [
-            {
-                "schedulerName": SCHEDULER_NAME,
-                "plugins": {"multiPoint": {"disabled": [{"name": n} for n in NOT_IN_PYSCHED]}},
-            }
-        ],
-    }
-
-
-@dataclass
-class Size:
-    nodes: int
-    init_pods: int
-    measured_pods: int
-
-
-def pod(name: str, template: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "schedulerName": SCHEDULER_NAME,
-        "containers": [
-            {
-                "name": "c",
-                "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": dict(template)},
-            }
-        ],
-        "terminationGracePeriodSeconds": 0,
-    }
-    spec.update(extra)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
-
-
-def parallel(fn: Callable[[Any], Any], items: list[Any], threads: int = CREATE_THREADS) -> None:
-    with ThreadPoolExecutor(threads) as pool:
+def parallel(
+    fn: Callable[[Any], object], items: Iterable[Any], threads: int = CREATE_THREADS
+) -> None:
+    """Runs fn over items from a thread pool, re-raising the first failure."""
+    with ThreadPoolExecutor(threads, thread_name_prefix="bench-create") as pool:
         for _ in pool.map(fn, items):
             pass
 
 
+def ensure_priority_classes(api_client: k8s.ApiClient) -> None:
+    """The PriorityClasses the workload templates name (cluster-wide, created once)."""
+    scheduling = k8s.SchedulingV1Api(api_client)
+    for name, value in PRIORITY_CLASSES.items():
+        body = {
+            "metadata": {"name": name},
+            "value": value,
+            "preemptionPolicy": "PreemptLowerPriority",
+        }
+        try:
+            scheduling.create_priority_class(body)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+
+
+class Countdown:
+    """Set once count_down() has been called `count` times (at once for a count of 0)."""
+
+    def __init__(self, count: int) -> None:
+        self._left = count
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        if count == 0:
+            self._done.set()
+
+    def count_down(self) -> None:
+        with self._lock:
+            self._left -= 1
+            if self._left <= 0:
+                self._done.set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._done.wait(timeout)
+
+
 class Run:
-    """One (workload, scheduler) run."""
+    """One (workload, size, scheduler) run; `execute()` returns its record's figures."""
 
     def __init__(
         self,
         cp: ControlPlane,
-        workload: dict[str, Any],
+        workload: Workload,
         size: Size,
-        node_template: dict[str, Any],
-        pod_template: dict[str, Any],
+        which: str,
         *,
         workdir: Path,
+        deadline: float,
         profile: bool = False,
     ) -> None:
         self.cp = cp
         self.workload = workload
         self.size = size
-        self.node_template = node_template
-        self.pod_template = pod_template
+        self.which = which
         self.workdir = workdir
+        self.deadline = deadline
         self.profile = profile
         self.run_id = uuid.uuid4().hex[:6]
         self.namespace = f"bench-{self.run_id}"
+        self.run_label = {"bench": self.run_id}
         self.node_names: list[str] = []
-        self._api_local = threading.local()
         self.profile_path: Path | None = None
+        self.scheduler_log: Path | None = None
+        self.watch_errors: list[str] = []
+        self.phases: dict[str, float] = {}
+        self._local = threading.local()
+        self._clients: list[k8s.ApiClient] = []
+        self._clients_lock = threading.Lock()
+        self.rest = RestClient(self.api().api_client)
+        helpers = (workload.background, workload.churn)
+        self._lead_in = Countdown(sum(1 for h in helpers if h is not None))
 
     def api(self) -> k8s.CoreV1Api:
-        """One client per thread: the kubernetes client's pool is not shared well across threads."""
-        api = getattr(self._api_local, "api", None)
+        """A kubernetes client per thread (the main, watch and churn threads each use one)."""
+        api: k8s.CoreV1Api | None = getattr(self._local, "api", None)
         if api is None:
-            api = k8s.CoreV1Api(self.cp.api_client())
-            self._api_local.api = api
+            client = self.cp.api_client()
+            with self._clients_lock:
+                self._clients.append(client)
+            api = k8s.CoreV1Api(client)
+            self._local.api = api
         return api
-
-    # --- cluster setup ----------------------------------------------------------------------
-
-    def create_nodes(self, count: int, offset: int = 0) -> None:
-        label_rule = self.workload.get("nodeLabels")
-        names = [f"bench-{self.run_id}-{i}" for i in range(offset, offset + count)]
-
-        def create(i_name: tuple[int, str]) -> None:
-            i, name = i_name
-            labels = {"bench": self.run_id}
-            if label_rule and i % int(label_rule["every"]) == 0:
-                labels.update(label_rule["labels"])
-            manifest = kwok_node_manifest(
-                name,
-                cpu=str(self.node_template["cpu"]),
-                memory=str(self.node_template["memory"]),
-                pods=int(self.node_template["pods"]),
-                labels=labels,
-            )
-            self.api().create_node(manifest)
-
-        parallel(create, list(enumerate(names, start=offset)))
-        self.node_names += names
-
-    def create_init_pods(self) -> None:
-        """Pods already placed (spec.nodeName set), as scheduler_perf's initPods."""
-        n = len(self.node_names)
-
-        def create(i: int) -> None:
-            body = pod(f"init-{i}", self.pod_template, nodeName=self.node_names[i % n])
-            self.api().create_namespaced_pod(self.namespace, body)
-
-        parallel(create, list(range(self.size.init_pods)))
-
-    def measured_pod(self, i: int) -> dict[str, Any]:
-        extra: dict[str, Any] = {}
-        selector = self.workload.get("podNodeSelector")
-        if selector:
-            extra["nodeSelector"] = dict(selector)
-        return pod(f"pod-{i}", self.pod_template, **extra)
-
-    # --- schedulers ---------------------------------------------------------------------------
-
-    @contextmanager
-    def scheduler(self, which: str) -> Iterator[int]:
-        """Starts the scheduler under test; yields its pid."""
-        if which == "kube-scheduler":
-            handle = self.cp.start_scheduler(scheduler_config(), name=f"bench-ks-{self.run_id}")
-            try:
-                yield handle.pid
-            finally:
-                handle.stop()
-            return
-        sched = Pysched(
-            self.cp.kubeconfig,
-            scheduler_config(),
-            workdir=self.workdir,
-            name=f"kube-pysched-{self.run_id}",
-        ).start()
-        assert sched.process is not None
-        spy = self._start_profiler(sched.process.pid) if self.profile else None
-        try:
-            yield sched.process.pid
-        finally:
-            if spy is not None:
-                spy.send_signal(signal.SIGINT)
-                spy.wait(60)
-            sched.stop()
-
-    def _start_profiler(self, pid: int) -> subprocess.Popen[bytes]:
-        """py-spy sampling the scheduler for the whole run: collapsed stacks for reading."""
-        out = self.workdir / f"profile-{self.run_id}.txt"
-        self.profile_path = out
-        return subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "py-spy"),
-                "record",
-                "--pid",
-                str(pid),
-                "--format",
-                "raw",
-                "--output",
-                str(out),
-                "--rate",
-                "200",
-                "--nonblocking",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
 
     # --- the run ----------------------------------------------------------------------------
 
-    def execute(self, which: str, deadline: float) -> dict[str, Any]:
-        api = self.api()
-        api.create_namespace({"metadata": {"name": self.namespace}})
+    def execute(self) -> dict[str, Any]:
+        ensure_priority_classes(self.api().api_client)
+        self.api().create_namespace({"metadata": {"name": self.namespace}})
         try:
-            return self._execute(which, deadline)
+            return self._execute()
         finally:
-            self.cleanup()
+            with self._phase("cleanup"):
+                self.cleanup()
+            self.rest.close()
+            for client in self._clients:
+                client.close()
 
-    def _execute(self, which: str, deadline: float) -> dict[str, Any]:
-        api = self.api()
-        t0 = time.monotonic()
-        self.create_nodes(self.size.nodes)
-        self.create_init_pods()
-        setup_seconds = time.monotonic() - t0
-        unsched = self.workload.get("unschedulablePods")
-        with self.scheduler(which) as pid:
-            if unsched:
-                template = {**self.pod_template, "cpu": str(unsched["cpu"])}
-                parallel(
-                    lambda i: api.create_namespaced_pod(
-                        self.namespace, pod(f"never-{i}", template)
-                    ),
-                    list(range(int(unsched["count"]))),
+    def _execute(self) -> dict[str, Any]:
+        with self._phase("setup"):
+            self._wait_default_service_account()
+            self.create_nodes(range(self.size.nodes))
+            self.create_init_pods()
+        config = scheduler_config(self.workload)
+        with ExitStack() as stack:
+            with self._phase("scheduler_start"):
+                sched = stack.enter_context(
+                    running_scheduler(
+                        self.which,
+                        self.cp,
+                        config,
+                        run_id=self.run_id,
+                        workdir=self.workdir,
+                        profile_stem=self._profile_stem() if self.profile else None,
+                    )
                 )
-            watcher = PodWatcher(self.api(), self.namespace).start()
+            self.scheduler_log = sched.log_path
+            with self._phase("warm_up"):
+                self._warm_up()
+            with self._phase("measure"):
+                figures = self._measure(sched.pid)
+            stopping = time.monotonic()
+        self.phases["scheduler_stop"] = round(time.monotonic() - stopping, 1)
+        self.profile_path = sched.profile_path
+        figures["setup_seconds"] = self.phases["setup"]
+        return figures
+
+    def _profile_stem(self) -> Path:
+        return self.workdir / f"profile-{self.workload.name}-{self.size.name}-{self.run_id}"
+
+    @contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        """Records how long a phase took (wall seconds), to see where a run's time goes."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[name] = round(time.monotonic() - began, 1)
+
+    def _measure(self, pid: int) -> dict[str, Any]:
+        watcher = PodWatcher(self.api(), self.namespace).start()
+        names = [f"pod-{i}" for i in range(self.size.measured_pods)]
+        stop = threading.Event()
+        helpers = [
+            threading.Thread(target=fn, args=(stop,), name=f"bench-{fn.__name__}", daemon=True)
+            for fn in (self._background, self._churn)
+        ]
+        for thread in helpers:
+            thread.start()
+        try:
+            # Background and churn run LEAD_IN_ROUNDS rounds before the measured pods arrive,
+            # so even a sub-second small run meets them (scheduler_perf starts them first too).
+            if not self._lead_in.wait(60):
+                raise TimeoutError("background or churn did not start")
             usage_before = process_usage(pid)
-            names = [f"pod-{i}" for i in range(self.size.measured_pods)]
-            churn = self._start_churn()
             start = time.monotonic()
-            parallel(
-                lambda i: self.api().create_namespaced_pod(self.namespace, self.measured_pod(i)),
-                list(range(self.size.measured_pods)),
-            )
+            parallel(lambda name: self.create_pod(self.workload.measured.manifest(name)), names)
             created_seconds = time.monotonic() - start
-            wanted = set(names)
-            try:
-                wait_for(
-                    lambda: (
-                        watcher.bound_count(wanted) == len(wanted)
-                        or f"{watcher.bound_count(wanted)}/{len(wanted)} bound"
-                    ),
-                    timeout=deadline,
-                    what="every measured pod to be bound",
-                    interval=0.5,
-                )
-            except NotReadyError:
-                pass  # counted as unscheduled pods
-            finally:
-                self._stop_churn(churn)
+            self._wait_bound(watcher, set(names))
             usage_after = process_usage(pid)
+        finally:
+            stop.set()
+            for thread in helpers:
+                thread.join(30)
             watcher.stop()
-        figures = summarize(watcher.snapshot(), names, start)
+        self.watch_errors = watcher.errors
+        figures: dict[str, Any] = summarize(watcher.snapshot(), names, start)
+        cpu = usage_after.cpu_seconds - usage_before.cpu_seconds
+        bound = figures["bound_pods"]
         figures.update(
             {
-                "cpu_seconds": round(usage_after.cpu_seconds - usage_before.cpu_seconds, 2),
+                "cpu_seconds": round(cpu, 2),
+                "cpu_ms_per_pod": round(1000 * cpu / bound, 2) if bound else 0.0,
                 "peak_rss_mib": round(usage_after.peak_rss_bytes / 2**20, 1),
                 "create_rate": round(len(names) / created_seconds, 1) if created_seconds else 0.0,
-                "setup_seconds": round(setup_seconds, 1),
             }
         )
         return figures
 
-    # --- churn ------------------------------------------------------------------------------
+    def _wait_bound(self, watcher: PodWatcher, wanted: set[str]) -> None:
+        """Until the watch has seen every wanted pod bound, or the deadline (then unscheduled)."""
 
-    def _start_churn(self) -> tuple[threading.Event, threading.Thread] | None:
-        spec = self.workload.get("churn")
-        if not spec:
-            return None
-        stop = threading.Event()
+        def all_bound() -> bool | str:
+            n = watcher.bound_count(wanted)
+            return n == len(wanted) or f"{n}/{len(wanted)} bound"
 
-        def churn() -> None:
-            api = self.api()
-            added = 0
-            i = 0
-            period = 1.0 / float(spec["podsPerSecond"])
-            while not stop.wait(period):
-                name = f"churn-{i}"
-                try:
-                    api.create_namespaced_pod(
-                        self.namespace, pod(name, self.pod_template, schedulerName="nobody")
-                    )
-                    if i >= 5:
-                        api.delete_namespaced_pod(f"churn-{i - 5}", self.namespace)
-                except ApiException:
-                    pass
-                i += 1
-                if added < int(spec["nodesAdded"]) and i % 10 == 0:
-                    self.create_nodes(1, offset=self.size.nodes + added)
-                    added += 1
+        with suppress(NotReadyError):
+            wait_for(all_bound, timeout=self.deadline, what="the measured pods", interval=0.2)
 
-        thread = threading.Thread(target=churn, name="bench-churn", daemon=True)
-        thread.start()
-        return stop, thread
+    # --- cluster objects --------------------------------------------------------------------
 
-    @staticmethod
-    def _stop_churn(churn: tuple[threading.Event, threading.Thread] | None) -> None:
-        if churn is not None:
-            churn[0].set()
-            churn[1].join(10)
+    def create_pod(self, manifest: dict[str, Any]) -> None:
+        self.rest.create(f"/api/v1/namespaces/{self.namespace}/pods", manifest)
+
+    def create_nodes(
+        self, indexes: Iterable[int], *, template: NodeTemplate | None = None
+    ) -> list[str]:
+        """Creates nodes from the workload's template (waited for until Ready) or `template`."""
+        node_template = template or self.workload.nodes
+        pairs = [(i, f"bench-{self.run_id}-{i}") for i in indexes]
+
+        def create(pair: tuple[int, str]) -> None:
+            i, name = pair
+            self.rest.create("/api/v1/nodes", node_template.manifest(name, i, self.run_label))
+
+        parallel(create, pairs)
+        names = [name for _, name in pairs]
+        self.node_names += names
+        if template is None:
+            self._wait_nodes_ready(len(self.node_names))
+        return names
+
+    def _wait_nodes_ready(self, count: int) -> None:
+        """Until kwok reports the nodes Ready and no not-ready taint is left on them."""
+
+        def ready() -> bool | str:
+            resp = self.api().list_node(
+                label_selector=f"bench={self.run_id}", _preload_content=False
+            )
+            nodes = json.loads(resp.data)["items"]
+            n = sum(1 for node in nodes if _node_ready(node))
+            return n >= count or f"{n}/{count} nodes Ready"
+
+        wait_for(ready, timeout=300, what="the run's nodes to be Ready", interval=1.0)
+
+    def create_init_pods(self) -> None:
+        """Init pods placed round-robin over the nodes, as if scheduled before the run."""
+        template = self.workload.init
+        if template is None or self.size.init_pods == 0:
+            return
+        nodes = self.node_names
+
+        def create(i: int) -> None:
+            self.create_pod(template.manifest(f"init-{i}", nodeName=nodes[i % len(nodes)]))
+
+        parallel(create, range(self.size.init_pods))
+
+    def _wait_default_service_account(self) -> None:
+        def present() -> bool | str:
+            accounts = self.api().list_namespaced_service_account(self.namespace).items
+            return any(sa.metadata.name == "default" for sa in accounts) or "not yet"
+
+        wait_for(present, timeout=60, what=f"ServiceAccount {self.namespace}/default")
+
+    def _warm_up(self) -> None:
+        """One tiny pod bound proves the scheduler has synced its caches and is scheduling."""
+        self.create_pod(WARMUP.manifest("warm-up"))
+
+        def bound() -> bool | str:
+            pod = self.api().read_namespaced_pod("warm-up", self.namespace)
+            return bool(pod.spec.node_name) or "not bound yet"
+
+        wait_for(bound, timeout=120, what="the warm-up pod to be bound", interval=0.1)
+
+    # --- load while measuring ---------------------------------------------------------------
+
+    def _background(self, stop: threading.Event) -> None:
+        """Pods arriving at a fixed interval (scheduler_perf churn, mode create)."""
+        spec = self.workload.background
+        if spec is None:
+            return
+        i = 0
+        while not stop.is_set():
+            with suppress(CreateError):
+                self.create_pod(spec.template.manifest(f"background-{i}"))
+            i += 1
+            if i == LEAD_IN_ROUNDS:
+                self._lead_in.count_down()
+            stop.wait(spec.interval)
+
+    def _churn(self, stop: threading.Event) -> None:
+        """A node and a pod deleted and created again each interval (churn, mode recreate)."""
+        spec = self.workload.churn
+        if spec is None:
+            return
+        i = 0
+        previous: tuple[str, str] | None = None
+        while not stop.wait(spec.interval):
+            with suppress(CreateError):
+                if previous is not None:
+                    self.rest.delete(f"/api/v1/nodes/{previous[0]}")
+                    self.rest.delete(f"/api/v1/namespaces/{self.namespace}/pods/{previous[1]}")
+                node = self.create_nodes([self.size.nodes + i], template=spec.node)[0]
+                pod = f"churn-{i}"
+                self.create_pod(spec.template.manifest(pod))
+                previous = (node, pod)
+            i += 1
+            if i == LEAD_IN_ROUNDS:
+                self._lead_in.count_down()
+
+    # --- cleanup ----------------------------------------------------------------------------
 
     def cleanup(self) -> None:
+        """Deletes the run's pods, nodes and namespace; waits for the pods and nodes to be gone.
+
+        The namespace itself is left to terminate in the background: nothing in it is left
+        for a later run's scheduler to see.
+        """
         api = self.api()
         with suppress(ApiException):
+            resp = api.delete_collection_namespaced_pod(
+                self.namespace, grace_period_seconds=0, _preload_content=False
+            )
+            resp.read()
+            resp.release_conn()
+        with suppress(ApiException):
             api.delete_namespace(self.namespace, grace_period_seconds=0)
-        parallel(lambda n: _delete_node(api, n), self.node_names)
+        parallel(lambda name: self.rest.delete(f"/api/v1/nodes/{name}"), self.node_names)
 
         def gone() -> bool | str:
-            left = api.list_node(label_selector=f"bench={self.run_id}", limit=1).items
-            return not left or "nodes still present"
+            pods = api.list_namespaced_pod(self.namespace, limit=1).items
+            nodes = api.list_node(label_selector=f"bench={self.run_id}", limit=1).items
+            return (not pods and not nodes) or "pods or nodes still present"
 
-        wait_for(gone, timeout=300, what="the run's nodes to be deleted")
+        wait_for(gone, timeout=CLEANUP_TIMEOUT, what="the run's pods and nodes to be deleted")
 
 
-def _delete_node(api: k8s.CoreV1Api, name: str) -> None:
-    try:
-        api.delete_node(name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
+def _node_ready(node: dict[str, Any]) -> bool:
+    conditions = node.get("status", {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    taints = node.get("spec", {}).get("taints") or []
+    return ready and not any(t.get("key", "").startswith("node.kubernetes.io/") for t in taints)

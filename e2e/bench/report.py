@@ -1,0 +1,183 @@
+"""Run records: machine facts and versions, one JSON file per run, and the comparison table."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from e2e.bench.schedulers import KUBE_PYSCHED, KUBE_SCHEDULER, SCHEDULERS
+from e2e.cluster import KUBERNETES_VERSION, KWOK_VERSION
+from scheduler import __version__ as PYSCHED_VERSION
+
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+
+# (figure, column title); ratios are kube-pysched / kube-scheduler.
+COLUMNS = (
+    ("throughput_overall", "pods/s"),
+    ("throughput_avg", "avg"),
+    ("throughput_p50", "p50"),
+    ("throughput_p90", "p90"),
+    ("throughput_p99", "p99"),
+    ("latency_p50_ms", "lat50 ms"),
+    ("latency_p90_ms", "lat90 ms"),
+    ("latency_p99_ms", "lat99 ms"),
+    ("cpu_seconds", "cpu s"),
+    ("cpu_ms_per_pod", "cpu ms/pod"),
+    ("peak_rss_mib", "rss MiB"),
+    ("unscheduled_pods", "unsched"),
+    ("create_rate", "create/s"),
+)
+
+
+def machine_facts() -> dict[str, Any]:
+    """What the figures depend on besides the code: versions, CPU, memory, load."""
+    model = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "memory_gib": round(memory / 2**30, 1),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "kernel": platform.release(),
+        "versions": {
+            "kubernetes": KUBERNETES_VERSION,
+            "kwok": KWOK_VERSION,
+            "kube_pysched": PYSCHED_VERSION,
+            "kube_pysched_commit": _git_commit(),
+            "python": platform.python_version(),
+        },
+    }
+
+
+def _git_commit() -> str:
+    """HEAD, with '+dirty' when the tree has uncommitted changes (as before/after figures are)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "scheduler"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def write_record(record: dict[str, Any], results_dir: Path) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    path = results_dir / f"{stamp}-{record['workload']}-{record['size']}-{record['scheduler']}.json"
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path
+
+
+def one_line(record: dict[str, Any]) -> str:
+    """Progress line printed as each run ends."""
+    head = f"{record['workload']:<26} {record['size']:>5} {record['scheduler']:<15}"
+    if "skipped" in record:
+        return f"{head} {record['skipped']}"
+    f = record["figures"]
+    return (
+        f"{head} {f['throughput_overall']:>7} pods/s  latency p99 {f['latency_p99_ms']} ms  "
+        f"cpu {f['cpu_seconds']} s  rss {f['peak_rss_mib']} MiB  "
+        f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
+    )
+
+
+def table(records: Sequence[dict[str, Any]]) -> str:
+    """Both schedulers' figures per workload, and the kube-pysched / kube-scheduler ratio."""
+    name_width = max([len("workload")] + [len(r["workload"]) for r in records]) + 1
+    header = f"{'workload':<{name_width}}{'scheduler':<15}" + "".join(
+        f"{title:>11}" for _, title in COLUMNS
+    )
+    lines = [header, "-" * len(header)]
+    by_workload: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for record in records:
+        key = (record["workload"], record["size"])
+        by_workload.setdefault(key, {})[record["scheduler"]] = record
+    for (workload, _size), runs in by_workload.items():
+        for which in SCHEDULERS:
+            r = runs.get(which)
+            if r is None:
+                continue  # that scheduler was not asked for
+            label = f"{workload:<{name_width}}{which:<15}"
+            if "figures" not in r:
+                lines.append(f"{label}{r['skipped']}")
+                continue
+            lines.append(label + "".join(f"{r['figures'][k]:>11}" for k, _ in COLUMNS))
+        ks, py = runs.get(KUBE_SCHEDULER), runs.get(KUBE_PYSCHED)
+        if ks and py and "figures" in ks and "figures" in py:
+            cells = [ratio(py["figures"][k], ks["figures"][k]) for k, _ in COLUMNS]
+            lines.append(
+                f"{'':<{name_width}}{'ratio py/ks':<15}" + "".join(f"{c:>11}" for c in cells)
+            )
+    return "\n".join(lines)
+
+
+def ratio(pysched: float, kube_scheduler: float) -> str:
+    if kube_scheduler == 0:
+        return "-" if pysched == 0 else "inf"
+    return f"{pysched / kube_scheduler:.2f}"
+
+
+def markdown_table(records: Sequence[dict[str, Any]]) -> str:
+    """The comparison as a Markdown table (for docs/benchmarks.md)."""
+    titles = [title for _, title in COLUMNS]
+    lines = [
+        "| workload | size | scheduler | " + " | ".join(titles) + " |",
+        "| --- | --- | --- | " + " | ".join("---:" for _ in COLUMNS) + " |",
+    ]
+    by_workload: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for record in records:
+        key = (record["workload"], record["size"])
+        by_workload.setdefault(key, {})[record["scheduler"]] = record
+    for (workload, size), runs in by_workload.items():
+        for which in SCHEDULERS:
+            r = runs.get(which)
+            if r is None:
+                continue
+            if "figures" not in r:
+                blank = " | ".join("" for _ in COLUMNS[1:])
+                lines.append(f"| {workload} | {size} | {which} | {r['skipped']} | {blank} |")
+                continue
+            cells = " | ".join(str(r["figures"][k]) for k, _ in COLUMNS)
+            lines.append(f"| {workload} | {size} | {which} | {cells} |")
+        ks, py = runs.get(KUBE_SCHEDULER), runs.get(KUBE_PYSCHED)
+        if ks and py and "figures" in ks and "figures" in py:
+            cells = " | ".join(ratio(py["figures"][k], ks["figures"][k]) for k, _ in COLUMNS)
+            lines.append(f"| {workload} | {size} | *ratio py/ks* | {cells} |")
+    return "\n".join(lines)
+
+
+def main(paths: Sequence[str]) -> int:
+    """`python -m e2e.bench.report FILE.json...`: the tables again from saved runs."""
+    records = [json.loads(Path(p).read_text()) for p in sorted(paths)]
+    records.sort(key=lambda r: r.get("started", ""))
+    print(table(records))
+    print()
+    print(markdown_table(records))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,100 @@
+"""The two schedulers under test: one shared configuration, and how each process is started.
+
+Both get the same KubeSchedulerConfiguration: kube-scheduler's default profile under the
+schedulerName `bench-scheduler`, minus the default plugins kube-pysched does not provide yet
+(so both run the same plugins), leader election off and scheduler_perf's client limits.
+A workload that needs a missing plugin runs with kube-scheduler only (that plugin enabled) and
+is reported "not supported yet" for kube-pysched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from e2e.bench.profiling import PySpy
+from e2e.bench.workload import SCHEDULER_NAME, Workload
+from e2e.cluster import ControlPlane
+from e2e.pysched import Pysched
+from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
+from scheduler.plugins.registry import in_tree_registry
+
+KUBE_SCHEDULER = "kube-scheduler"
+KUBE_PYSCHED = "kube-pysched"
+SCHEDULERS = (KUBE_SCHEDULER, KUBE_PYSCHED)
+
+
+def pysched_missing_plugins() -> list[str]:
+    """kube-scheduler's default plugins that kube-pysched's in-tree registry lacks."""
+    available = set(in_tree_registry().keys())
+    return [name for name, _ in KUBE_SCHEDULER_MULTI_POINT if name not in available]
+
+
+def unsupported_reason(workload: Workload) -> str | None:
+    """Why kube-pysched cannot run the workload yet, or None when it can."""
+    missing = [p for p in workload.requires if p in pysched_missing_plugins()]
+    if not missing:
+        return None
+    return f"not supported yet: kube-pysched has no {', '.join(missing)} plugin"
+
+
+def scheduler_config(workload: Workload) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration both schedulers run the workload with."""
+    disabled = [n for n in pysched_missing_plugins() if n not in workload.requires]
+    profile: dict[str, Any] = {"schedulerName": SCHEDULER_NAME}
+    if disabled:
+        profile["plugins"] = {"multiPoint": {"disabled": [{"name": n} for n in disabled]}}
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {"qps": 5000, "burst": 5000},
+        "profiles": [profile],
+    }
+
+
+@dataclass
+class RunningScheduler:
+    pid: int
+    log_path: Path | None
+    profile_path: Path | None = None
+
+
+@contextmanager
+def running_scheduler(
+    which: str,
+    cp: ControlPlane,
+    config: dict[str, Any],
+    *,
+    run_id: str,
+    workdir: Path,
+    profile_stem: Path | None = None,
+) -> Iterator[RunningScheduler]:
+    """Starts `which` (ready to serve) and stops it on exit.
+
+    With `profile_stem`, kube-pysched is sampled by py-spy into files named after it.
+    """
+    if which == KUBE_SCHEDULER:
+        handle = cp.start_scheduler(config, name=f"bench-ks-{run_id}")
+        try:
+            yield RunningScheduler(handle.pid, handle.process.log_path)
+        finally:
+            handle.stop()
+        return
+    if which != KUBE_PYSCHED:
+        raise ValueError(f"unknown scheduler {which!r}")
+    logs = workdir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    sched = Pysched(cp.kubeconfig, config, workdir=logs, name=f"kube-pysched-{run_id}").start()
+    assert sched.process is not None
+    running = RunningScheduler(sched.process.pid, sched.log_path)
+    spy = PySpy(sched.process.pid, profile_stem).start() if profile_stem else None
+    try:
+        yield running
+    finally:
+        if spy is not None:
+            running.profile_path = spy.stop()
+        sched.stop()

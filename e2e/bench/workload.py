@@ -1,0 +1,177 @@
+"""Workload definitions (workloads/*.yaml) and the Pod and Node manifests they describe.
+
+A workload file names its sizes, a node template, and pod templates for the init pods (placed
+before measuring), the measured pods, an optional background of pods arriving at a fixed
+interval and an optional churn of a node and a pod recreated at a fixed interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e.cluster import kwok_node_manifest
+
+WORKLOADS_DIR = Path(__file__).resolve().parent / "workloads"
+SCHEDULER_NAME = "bench-scheduler"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+# PriorityClasses the templates may name; scheduler_perf sets spec.priority directly, which the
+# Priority admission plugin of a real API server refuses.
+PRIORITY_CLASSES = {"bench-high": 9_999_999, "bench-unschedulable": 10}
+
+
+@dataclass(frozen=True)
+class Size:
+    nodes: int
+    init_pods: int
+    measured_pods: int
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """The parts of a pod a workload varies; everything else is the same for every pod."""
+
+    requests: Mapping[str, str]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    priority_class: str | None = None
+    spec: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, doc: Mapping[str, Any]) -> PodTemplate:
+        return cls(
+            requests={k: str(v) for k, v in doc.get("requests", {}).items()},
+            labels=dict(doc.get("labels", {})),
+            priority_class=doc.get("priorityClassName"),
+            spec=dict(doc.get("spec", {})),
+        )
+
+    def manifest(self, name: str, **spec_fields: Any) -> dict[str, Any]:
+        """The Pod (as a dict): one pause container with requests equal to limits."""
+        spec: dict[str, Any] = {
+            "schedulerName": SCHEDULER_NAME,
+            "terminationGracePeriodSeconds": 0,
+            "automountServiceAccountToken": False,
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": PAUSE_IMAGE,
+                    "resources": {"requests": dict(self.requests), "limits": dict(self.requests)},
+                }
+            ],
+            **self.spec,
+            **spec_fields,
+        }
+        if self.priority_class:
+            spec["priorityClassName"] = self.priority_class
+        metadata: dict[str, Any] = {"name": name}
+        if self.labels:
+            metadata["labels"] = dict(self.labels)
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+@dataclass(frozen=True)
+class NodeTemplate:
+    """Node capacity plus labels assigned round-robin over each label's values."""
+
+    capacity: Mapping[str, Any]
+    labels: Mapping[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, doc: Mapping[str, Any]) -> NodeTemplate:
+        labels = {k: [str(v) for v in vs] for k, vs in doc.get("labels", {}).items()}
+        return cls(capacity=dict(doc["capacity"]), labels=labels)
+
+    def manifest(self, name: str, index: int, run_label: Mapping[str, str]) -> dict[str, Any]:
+        labels = {key: values[index % len(values)] for key, values in self.labels.items()}
+        labels.update(run_label)
+        return kwok_node_manifest(
+            name,
+            cpu=str(self.capacity.get("cpu", "4")),
+            memory=str(self.capacity.get("memory", "32Gi")),
+            pods=int(self.capacity.get("pods", 110)),
+            labels=labels,
+        )
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """Pods created one every `interval` seconds while measuring (scheduler_perf churn)."""
+
+    interval: float
+    template: PodTemplate
+    node: NodeTemplate | None = None  # churn only: a node recreated with each pod
+
+    @classmethod
+    def parse(cls, doc: Mapping[str, Any] | None) -> Arrivals | None:
+        if not doc:
+            return None
+        node = NodeTemplate.parse(doc["node"]) if "node" in doc else None
+        return cls(float(doc["intervalMs"]) / 1000, PodTemplate.parse(doc["template"]), node)
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    sizes: Mapping[str, Size]
+    nodes: NodeTemplate
+    measured: PodTemplate
+    init: PodTemplate | None = None
+    background: Arrivals | None = None
+    churn: Arrivals | None = None
+    requires: tuple[str, ...] = ()  # plugins beyond kube-pysched's current set the workload needs
+
+    @classmethod
+    def parse(cls, doc: Mapping[str, Any]) -> Workload:
+        sizes = {
+            str(name): Size(
+                int(s["nodes"]), int(s.get("initPods", 0)), int(s["measuredPods"]), str(name)
+            )
+            for name, s in doc["sizes"].items()
+        }
+        init = doc.get("initPods")
+        return cls(
+            name=doc["name"],
+            description=doc.get("description", ""),
+            sizes=sizes,
+            nodes=NodeTemplate.parse(doc["nodes"]),
+            measured=PodTemplate.parse(doc["measuredPods"]["template"]),
+            init=PodTemplate.parse(init["template"]) if init else None,
+            background=Arrivals.parse(doc.get("background")),
+            churn=Arrivals.parse(doc.get("churn")),
+            requires=tuple(doc.get("requires", ())),
+        )
+
+
+def load_workloads(directory: Path = WORKLOADS_DIR) -> dict[str, Workload]:
+    """Every workload file, by name, in file-name order."""
+    workloads: dict[str, Workload] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        workload = Workload.parse(yaml.safe_load(path.read_text()))
+        if workload.name != path.stem:
+            raise ValueError(f"{path}: name {workload.name!r} differs from the file name")
+        workloads[workload.name] = workload
+    return workloads
+
+
+# The order `--workload all` runs them in: cheapest first, as scheduler_perf's files list them.
+DEFAULT_ORDER = (
+    "SchedulingBasic",
+    "SchedulingNodeAffinity",
+    "SchedulingPodAntiAffinity",
+    "TopologySpreading",
+    "Unschedulable",
+    "PreemptionBasic",
+    "PreemptionAsync",
+    "MixedChurn",
+)
+
+
+def ordered_names(workloads: Mapping[str, Workload]) -> list[str]:
+    known = [n for n in DEFAULT_ORDER if n in workloads]
+    return known + sorted(n for n in workloads if n not in DEFAULT_ORDER)
