@@ -44,6 +44,7 @@ from scheduler.server import HealthServer
 log = structlog.get_logger(__name__)
 
 SYNC_TIMEOUT = 300.0
+EVENT_FLUSH_ON_STOP = 2.0
 
 
 def profile_specs(config: KubeSchedulerConfiguration) -> list[ProfileSpec]:
@@ -250,7 +251,8 @@ class App:
             self.elector.stop()
         for informer in (self.pods, self.nodes, self.pdbs):
             informer.stop(timeout=2.0)
-        self.recorder.stop()
+        # Events are best effort (as client-go's broadcaster): a short flush, then exit.
+        self.recorder.stop(timeout=EVENT_FLUSH_ON_STOP)
         self.server.stop()
         log.info("kube-pysched stopped")
 
