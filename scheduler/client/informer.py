@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 import structlog
@@ -173,7 +173,8 @@ class InformerStore(Generic[T]):
             return
         self._upsert(key, rv, obj)
 
-    def replace(self, items: builtins.list[Json], resource_version: str) -> None:
+    def replace(self, items: Iterable[Json], resource_version: str) -> None:
+        """The listed state; `items` may be a generator (deletions only after the last item)."""
         seen: set[str] = set()
         versions = self._versions
         for raw in items:

@@ -20,6 +20,7 @@ import random
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -62,8 +63,8 @@ class ListWatchSpec:
 class ReflectorStore(Protocol):
     """Where the reflector delivers what it sees."""
 
-    def replace(self, items: list[Json], resource_version: str) -> None:
-        """The complete current state (after a list)."""
+    def replace(self, items: Iterable[Json], resource_version: str) -> None:
+        """The complete current state (after a list); `items` may be consumed lazily."""
         ...
 
     def apply(self, event_type: str, obj: Json) -> None:
@@ -155,20 +156,23 @@ class Reflector:
 
     def _list(self) -> None:
         rv = self._relist_resource_version()
+        result: dict[str, str] = {}
         try:
-            items, list_rv = self._list_pages(rv)
+            self.store.replace(self._list_pages(rv, result), rv)
         except ApiError as err:
             if not (err.gone or err.resource_version_too_large):
                 raise
             log.info("relisting at the newest version", reflector=self.name, error=str(err))
             self._rv_unavailable = True
-            items, list_rv = self._list_pages("")
+            self.store.replace(self._list_pages("", result), "")
         self._rv_unavailable = False
         self.lists += 1
-        self.store.replace(items, list_rv)
-        self._last_rv = list_rv
+        self._last_rv = result["resourceVersion"]
 
-    def _list_pages(self, rv: str) -> tuple[list[Json], str]:
+    def _list_pages(self, rv: str, result: dict[str, str]) -> Iterator[Json]:
+        """The listed objects, page by page, so only one page of raw JSON is alive at a time
+        (a 5000-node list parsed whole costs far more memory than the objects it yields);
+        the list's resourceVersion is left in `result` at the end."""
         query: dict[str, str | int | bool] = self.spec.query()
         if rv:
             query["resourceVersion"] = rv
@@ -177,7 +181,6 @@ class Reflector:
         paginate = self.page_size > 0 and (rv in ("", "0") or self._paginated_result)
         if paginate:
             query["limit"] = self.page_size
-        items: list[Json] = []
         page_query: Query = query
         while True:
             try:
@@ -185,20 +188,26 @@ class Reflector:
             except ApiError as err:
                 if not (err.gone and "continue" in page_query):
                     raise
-                # The continue token expired mid-way: one unpaginated list at the same version.
+                # The continue token expired mid-way: one unpaginated list at the same version
+                # (objects already seen are skipped by the store: same resourceVersion).
                 full = dict(query)
                 full.pop("limit", None)
                 page = self.rest.get(self.spec.path, full, timeout=LIST_TIMEOUT)
-                return list(page.get("items") or ()), _list_rv(page)
-            items.extend(page.get("items") or ())
+                yield from page.get("items") or ()
+                result["resourceVersion"] = _list_rv(page)
+                return
             token = (page.get("metadata") or {}).get("continue")
+            items = page.get("items") or ()
+            del page["items"]
+            yield from items
+            del items
             if not token:
                 break
             if rv == "0":
                 self._paginated_result = True
             page_query = {k: v for k, v in query.items() if k != "resourceVersion"}
             page_query["continue"] = token
-        return items, _list_rv(page)
+        result["resourceVersion"] = _list_rv(page)
 
     # --- watch ------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,3 +172,17 @@ def test_handlers_see_the_store_already_updated(store: InformerStore[Item]) -> N
 def test_cluster_scoped_keys_are_bare_names() -> None:
     assert object_key({"metadata": {"name": "node-1"}}) == "node-1"
     assert object_key({"metadata": {"name": "p", "namespace": "default"}}) == "default/p"
+
+
+def test_a_list_that_fails_part_way_deletes_nothing(store: InformerStore[Item]) -> None:
+    store.replace([obj("a", "1", color="red"), obj("b", "1", color="red")], "1")
+    rec = Recorder(store)
+
+    def pages() -> Iterator[dict[str, Any]]:
+        yield obj("a", "2", color="blue")
+        raise ConnectionError("list interrupted")
+
+    with pytest.raises(ConnectionError):
+        store.replace(pages(), "2")
+    assert rec.events == [("update", "ns/a", "1", "2")]
+    assert sorted(i.key for i in store.list()) == ["ns/a", "ns/b"]
