@@ -152,6 +152,11 @@ class Reflector:
     def _relist_resource_version(self) -> str:
         if self._rv_unavailable:
             return ""  # a consistent read of the newest state
+        if not self._last_rv and self.page_size > 0:
+            # The first list is a consistent, paginated read: the watch cache answers "0" in
+            # one piece whatever the limit, and 5000 nodes of raw JSON in Python objects cost
+            # ~30 KiB each at once, where pages of `page_size` keep the peak small.
+            return ""
         return self._last_rv or "0"  # "0": any state, served from the watch cache
 
     def _list(self) -> None:
