@@ -84,6 +84,26 @@ def test_unsupported_workloads_run_with_kube_scheduler_and_are_reported_for_kube
     assert table(records).count("not supported yet") == len(UNSUPPORTED)
 
 
+def test_backlog_mode_drains_pods_created_before_the_scheduler_started(
+    local_control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    records = run_workloads(
+        ["SchedulingBasic"],
+        "small",
+        [KUBE_SCHEDULER, KUBE_PYSCHED],
+        control_plane=local_control_plane,
+        results_dir=tmp_path,
+        deadline=120,
+        backlog=True,
+    )
+    for record in records:
+        figures = record["figures"]
+        assert record["mode"] == figures["mode"] == "backlog"
+        assert figures["bound_pods"] == figures["measured_pods"] > 0, record
+        assert "backlog" in record["phases_seconds"]
+        assert figures["throughput_overall"] > 0
+
+
 def test_pods_unbound_at_the_deadline_count_as_unscheduled() -> None:
     times = PodTimes(created={"a": 10.0, "b": 10.1}, bound={"a": 10.5})
     figures = summarize(times, ["a", "b"], start=10.0)

@@ -37,6 +37,7 @@ def run_workloads(
     control_plane: ControlPlane | None = None,
     results_dir: Path = RESULTS_DIR,
     command: str = "",
+    backlog: bool = False,
 ) -> list[dict[str, Any]]:
     """Runs every (workload, scheduler) pair in order; one record per pair, also as JSON."""
     workloads = load_workloads()
@@ -48,7 +49,9 @@ def run_workloads(
         for name in names:
             workload = workloads[name]
             for which in schedulers:
-                record = _run_one(workload, size_name, which, cp, results_dir, profile, deadline)
+                record = _run_one(
+                    workload, size_name, which, cp, results_dir, profile, deadline, backlog
+                )
                 record["machine"] = machine
                 record["command"] = command
                 record["json"] = str(write_record(record, results_dir))
@@ -68,6 +71,7 @@ def _run_one(
     results_dir: Path,
     profile: bool,
     deadline: float,
+    backlog: bool = False,
 ) -> dict[str, Any]:
     size = workload.sizes[size_name]
     record: dict[str, Any] = {
@@ -91,7 +95,9 @@ def _run_one(
         workdir=results_dir,
         deadline=deadline,
         profile=profile and which == KUBE_PYSCHED,
+        backlog=backlog,
     )
+    record["mode"] = "backlog" if backlog else "live"
     record["figures"] = run.execute()
     record["phases_seconds"] = run.phases
     record["run_id"] = run.run_id
@@ -123,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds to wait for the measured pods; pods still unbound count as unscheduled",
     )
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="folder for the JSON")
+    parser.add_argument(
+        "--backlog",
+        action="store_true",
+        help="create every measured pod before the scheduler starts and measure the drain rate",
+    )
     args = parser.parse_args(argv)
     names = names_all if args.workload == "all" else args.workload.split(",")
     unknown = [n for n in names if n not in workloads]
@@ -141,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         profile=args.profile,
         deadline=args.deadline,
         results_dir=args.results,
+        backlog=args.backlog,
         command="python -m e2e.bench " + " ".join(sys.argv[1:] if argv is None else argv),
     )
     print()
