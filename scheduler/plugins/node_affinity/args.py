@@ -6,7 +6,6 @@ KubeSchedulerConfiguration is reported the same way by both schedulers.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,30 +22,27 @@ from scheduler.api.labels import (
     NodeSelectorTerm,
     PreferredSchedulingTerm,
     Requirement,
+    parse_go_int,
 )
 from scheduler.framework.registry import ArgsError
+from scheduler.plugins.helper.args import (
+    LABEL_KEY_FMT,
+    FieldErrors,
+    check_list,
+    check_object,
+    go_value,
+    label_key_errors,
+    regex_error,
+)
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 _NODE_OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT)
 _FIELD_OPERATORS = (IN, NOT_IN)
 
-_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_KEY_RE = re.compile(f"^{_LABEL_KEY_FMT}$")
-_LABEL_VALUE_RE = re.compile(f"^({_LABEL_KEY_FMT})?$")
-_DNS_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN_FMT = _DNS_LABEL_FMT + "(\\." + _DNS_LABEL_FMT + ")*"
-_DNS_SUBDOMAIN_RE = re.compile(f"^{_DNS_SUBDOMAIN_FMT}$")
-_KEY_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an"
-    " alphanumeric character"
-)
+_LABEL_VALUE_RE = re.compile(f"^({LABEL_KEY_FMT})?$")
 _VALUE_MSG = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or"
-    " '.', and must start and end with an alphanumeric character"
-)
-_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or"
     " '.', and must start and end with an alphanumeric character"
 )
 
@@ -59,126 +55,26 @@ class NodeAffinityArgs:
     added_preferred: tuple[PreferredSchedulingTerm, ...] = ()
 
 
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    shown = "".join(f"'{e}', " if i == 0 else f" or '{e}', " for i, e in enumerate(examples))
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _go_value(value: Any) -> str:
-    """How field.Error renders a bad value: strings quoted, numbers bare, the rest as JSON."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, separators=(",", ":"))
-
-
-class _Errors:
-    """Collects field errors in kube-scheduler's "path: Invalid value: v: detail" form."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[str, str]] = []
-
-    def invalid(self, path: str, value: Any, detail: str) -> None:
-        self.items.append((path, f"Invalid value: {_go_value(value)}: {detail}"))
-
-    def not_supported(self, path: str, value: Any, supported: tuple[str, ...]) -> None:
-        quoted = ", ".join(json.dumps(v) for v in supported)
-        self.items.append(
-            (path, f"Unsupported value: {_go_value(value)}: supported values: {quoted}")
-        )
-
-    def raise_if_any(self) -> None:
-        if len(self.items) == 1:
-            raise ArgsError(*self.items[0])
-        if self.items:
-            joined = ", ".join(f"{path}: {msg}" for path, msg in self.items)
-            raise ArgsError("", f"[{joined}]")
-
-
-def _label_key_errors(key: str) -> list[str]:
-    parts = key.split("/")
-    errs: list[str] = []
-    if len(parts) > 2:
-        return [
-            "a valid label key "
-            + _regex_error(_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    name = parts[-1]
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 bytes")
-            if not _DNS_SUBDOMAIN_RE.match(prefix):
-                errs.append(
-                    "prefix part " + _regex_error(_SUBDOMAIN_MSG, _DNS_SUBDOMAIN_FMT, "example.com")
-                )
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 bytes")
-    if not _LABEL_KEY_RE.match(name):
-        errs.append(
-            "name part " + _regex_error(_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
 def _label_value_errors(value: str) -> list[str]:
     errs: list[str] = []
     if len(value) > 63:
         errs.append("must be no more than 63 bytes")
     if not _LABEL_VALUE_RE.match(value):
         errs.append(
-            _regex_error(
-                _VALUE_MSG, _LABEL_KEY_FMT.join(("(", ")?")), "MyValue", "my_value", "12345"
-            )
+            regex_error(_VALUE_MSG, LABEL_KEY_FMT.join(("(", ")?")), "MyValue", "my_value", "12345")
         )
     return errs
 
 
-def _go_int(text: str) -> int | None:
-    """strconv.ParseInt(text, 10, 64): optional sign and ASCII digits only."""
-    if not re.fullmatch(r"[+-]?[0-9]+", text):
-        return None
-    number = int(text)
-    return number if -(2**63) <= number < 2**63 else None
-
-
-def _obj(raw: Any, path: str, known: tuple[str, ...]) -> Mapping[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise ArgsError(path, f"Invalid value: {_go_value(raw)}: must be an object")
-    for key in raw:
-        if key not in known:
-            raise ArgsError(f"{path}.{key}" if path else key, f'unknown field "{key}"')
-    return raw
-
-
-def _list(raw: Any, path: str) -> list[Any]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise ArgsError(path, f"Invalid value: {_go_value(raw)}: must be a list")
-    return raw
-
-
 def _strings(raw: Any, path: str) -> list[str]:
-    values = _list(raw, path)
+    values = check_list(raw, path)
     if not all(isinstance(v, str) for v in values):
-        raise ArgsError(path, f"Invalid value: {_go_value(values)}: must be a list of strings")
+        raise ArgsError(path, f"Invalid value: {go_value(values)}: must be a list of strings")
     return values
 
 
-def _expression(raw: Any, path: str, errs: _Errors) -> Requirement | None:
-    expr = _obj(raw, path, ("key", "operator", "values"))
+def _expression(raw: Any, path: str, errs: FieldErrors) -> Requirement | None:
+    expr = check_object(raw, path, ("key", "operator", "values"))
     key, operator = expr.get("key", ""), expr.get("operator", "")
     if not isinstance(key, str) or not isinstance(operator, str):
         raise ArgsError(path, "key and operator must be strings")
@@ -187,7 +83,7 @@ def _expression(raw: Any, path: str, errs: _Errors) -> Requirement | None:
         errs.not_supported(f"{path}.operator", operator, _NODE_OPERATORS)
         return None
     before = len(errs.items)
-    key_errs = _label_key_errors(key)
+    key_errs = label_key_errors(key)
     if key_errs:
         errs.invalid(f"{path}.key", key, "; ".join(key_errs))
     number = 0
@@ -205,7 +101,7 @@ def _expression(raw: Any, path: str, errs: _Errors) -> Requirement | None:
                 f"{path}.values", values, "for 'Gt', 'Lt' operators, exactly one value is required"
             )
         for i, value in enumerate(values):
-            parsed = _go_int(value)
+            parsed = parse_go_int(value)
             if parsed is None:
                 errs.invalid(
                     f"{path}.values[{i}]",
@@ -223,8 +119,8 @@ def _expression(raw: Any, path: str, errs: _Errors) -> Requirement | None:
     return Requirement(key, operator, frozenset(values), number)
 
 
-def _field_expression(raw: Any, path: str, errs: _Errors) -> Requirement | None:
-    expr = _obj(raw, path, ("key", "operator", "values"))
+def _field_expression(raw: Any, path: str, errs: FieldErrors) -> Requirement | None:
+    expr = check_object(raw, path, ("key", "operator", "values"))
     key, operator = expr.get("key", ""), expr.get("operator", "")
     if not isinstance(key, str) or not isinstance(operator, str):
         raise ArgsError(path, "key and operator must be strings")
@@ -238,17 +134,17 @@ def _field_expression(raw: Any, path: str, errs: _Errors) -> Requirement | None:
     return Requirement(key, operator, frozenset(values))
 
 
-def _term(raw: Any, path: str, errs: _Errors) -> NodeSelectorTerm | None:
+def _term(raw: Any, path: str, errs: FieldErrors) -> NodeSelectorTerm | None:
     """One term; None (with errors recorded) when it does not parse."""
-    term = _obj(raw, path, ("matchExpressions", "matchFields"))
+    term = check_object(raw, path, ("matchExpressions", "matchFields"))
     before = len(errs.items)
     exprs = [
         _expression(e, f"{path}.matchExpressions[{i}]", errs)
-        for i, e in enumerate(_list(term.get("matchExpressions"), f"{path}.matchExpressions"))
+        for i, e in enumerate(check_list(term.get("matchExpressions"), f"{path}.matchExpressions"))
     ]
     fields = [
         _field_expression(e, f"{path}.matchFields[{i}]", errs)
-        for i, e in enumerate(_list(term.get("matchFields"), f"{path}.matchFields"))
+        for i, e in enumerate(check_list(term.get("matchFields"), f"{path}.matchFields"))
     ]
     if len(errs.items) > before:
         return None
@@ -257,11 +153,11 @@ def _term(raw: Any, path: str, errs: _Errors) -> NodeSelectorTerm | None:
     )
 
 
-def _required(raw: Any, path: str, errs: _Errors) -> NodeSelector:
-    selector = _obj(raw, path, ("nodeSelectorTerms",))
+def _required(raw: Any, path: str, errs: FieldErrors) -> NodeSelector:
+    selector = check_object(raw, path, ("nodeSelectorTerms",))
     terms = []
     for i, raw_term in enumerate(
-        _list(selector.get("nodeSelectorTerms"), f"{path}.nodeSelectorTerms")
+        check_list(selector.get("nodeSelectorTerms"), f"{path}.nodeSelectorTerms")
     ):
         term = _term(raw_term, f"{path}.nodeSelectorTerms[{i}]", errs)
         if term is not None and (term.expressions or term.fields):
@@ -269,14 +165,14 @@ def _required(raw: Any, path: str, errs: _Errors) -> NodeSelector:
     return NodeSelector(tuple(terms))
 
 
-def _preferred(raw: Any, path: str, errs: _Errors) -> tuple[PreferredSchedulingTerm, ...]:
+def _preferred(raw: Any, path: str, errs: FieldErrors) -> tuple[PreferredSchedulingTerm, ...]:
     result = []
-    for i, raw_item in enumerate(_list(raw, path)):
+    for i, raw_item in enumerate(check_list(raw, path)):
         item_path = f"{path}[{i}]"
-        item = _obj(raw_item, item_path, ("weight", "preference"))
+        item = check_object(raw_item, item_path, ("weight", "preference"))
         weight = item.get("weight", 0)
         if not isinstance(weight, int) or isinstance(weight, bool):
-            raise ArgsError(f"{item_path}.weight", f"Invalid value: {_go_value(weight)}")
+            raise ArgsError(f"{item_path}.weight", f"Invalid value: {go_value(weight)}")
         term = _term(item.get("preference"), f"{item_path}.preference", errs)
         # kube-scheduler ignores zero-weight and empty terms: they can never add to a score.
         if weight != 0 and term is not None and (term.expressions or term.fields):
@@ -286,11 +182,11 @@ def _preferred(raw: Any, path: str, errs: _Errors) -> tuple[PreferredSchedulingT
 
 def decode_args(raw: Mapping[str, Any] | None) -> NodeAffinityArgs:
     """v1 NodeAffinityArgs (no defaults to apply); unknown fields and invalid selectors fail."""
-    args = _obj(raw, "", ("apiVersion", "kind", "addedAffinity"))
+    args = check_object(raw, "", ("apiVersion", "kind", "addedAffinity"))
     if args.get("addedAffinity") is None:
         return NodeAffinityArgs()
-    added = _obj(args["addedAffinity"], "addedAffinity", (REQUIRED, PREFERRED))
-    errs = _Errors()
+    added = check_object(args["addedAffinity"], "addedAffinity", (REQUIRED, PREFERRED))
+    errs = FieldErrors()
     required = None
     if added.get(REQUIRED) is not None:
         required = _required(added[REQUIRED], f"addedAffinity.{REQUIRED}", errs)

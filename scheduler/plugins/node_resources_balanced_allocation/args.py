@@ -6,11 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.plugins.resource_scoring.args import (
-    FieldErrors,
-    check_args_object,
-    decode_resource_specs,
-)
+from scheduler.plugins.helper.args import FieldErrors, check_args_object
+from scheduler.plugins.resource_scoring.args import decode_resource_specs
 from scheduler.plugins.resource_scoring.spec import DEFAULT_RESOURCES, ResourceSpec
 
 

@@ -129,8 +129,8 @@ def _rtcr(points: list[dict[str, int]]) -> dict[str, Any]:
             {"ignoredResources": ["-bad"]},
             "ignoredResources[0]",
             "Invalid value: \"-bad\": name part must consist of alphanumeric characters, '-', '_' "
-            "or '.', and must start and end with an alphanumeric character (e.g. 'MyName', or "
-            f"'my.name', or '123-abc', regex used for validation is '{_KEY_REGEX}')",
+            "or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+            f"'my.name',  or '123-abc', regex used for validation is '{_KEY_REGEX}')",
         ),
         (
             {"ignoredResourceGroups": ["a/b"]},
