@@ -144,6 +144,40 @@ preemption_victims = Histogram(
     buckets=exponential_buckets(1, 2, 7),
     registry=REGISTRY,
 )
+preemption_goroutines_duration = Histogram(
+    "scheduler_preemption_goroutines_duration_seconds",
+    "Duration in seconds for running goroutines for the preemption.",
+    ["result"],
+    buckets=exponential_buckets(0.01, 2, 20),
+    registry=REGISTRY,
+)
+preemption_goroutines_execution = Counter(
+    "scheduler_preemption_goroutines_execution_total",
+    "Number of preemption goroutines executed.",
+    ["result"],
+    registry=REGISTRY,
+)
+preemption_evaluation_duration = Histogram(
+    "scheduler_preemption_evaluation_duration_seconds",
+    "Duration in seconds for identifying the target preemption victims.",
+    ["preemptor", "result"],
+    buckets=exponential_buckets(0.001, 2, 16),
+    registry=REGISTRY,
+)
+preemption_execution_duration = Histogram(
+    "scheduler_preemption_execution_duration_seconds",
+    "Duration in seconds for preempting the target preemption victims. With async preemption "
+    "enabled, preemption execution does not block the scheduling of other pods.",
+    ["preemptor", "result"],
+    buckets=exponential_buckets(0.001, 2, 16),
+    registry=REGISTRY,
+)
+preemption_pdb_violations = Counter(
+    "scheduler_preemption_pdb_violations_total",
+    "Total number of pod disruption budget violations caused by preemption.",
+    ["preemptor"],
+    registry=REGISTRY,
+)
 goroutines = Gauge(
     "scheduler_goroutines",
     "Number of running goroutines split by the work they do such as binding.",

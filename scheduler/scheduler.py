@@ -177,7 +177,8 @@ class Scheduler:
             self.handle_scheduling_failure(fwk, pinfo, status, None, CLEAR_NOMINATED_NODE, start)
             return
         except FitError as fit:
-            nominating = CLEAR_NOMINATED_NODE
+            nominating: NominatingInfo | None = CLEAR_NOMINATED_NODE
+            update_nomination = True
             if fwk.has_post_filter_plugins():
                 pf_result, pf_status = fwk.run_post_filter_plugins(
                     state, pod, fit.diagnosis.node_to_status
@@ -185,10 +186,17 @@ class Scheduler:
                 fit.diagnosis.post_filter_msg = pf_status.message()
                 if pf_status.code == Code.ERROR:
                     log.error("PostFilter failed", pod=pod.key, status=pf_status.message())
-                nominating = pf_result.nominating_info if pf_result else None  # type: ignore[assignment]
+                nominating = pf_result.nominating_info if pf_result else None
+                update_nomination = not (pf_result and pf_result.plugin_owns_nomination)
             self._observe_algorithm(start)
             self.handle_scheduling_failure(
-                fwk, pinfo, Status(Code.UNSCHEDULABLE), fit, nominating, start
+                fwk,
+                pinfo,
+                Status(Code.UNSCHEDULABLE),
+                fit,
+                nominating,
+                start,
+                update_nomination=update_nomination,
             )
             return
         except SchedulingError as err:
@@ -272,8 +280,11 @@ class Scheduler:
         fit: FitError | None,
         nominating: NominatingInfo | None,
         start: float,
+        *,
+        update_nomination: bool = True,
     ) -> None:
-        """Requeues the pod with its rejectors, records the event and the PodScheduled condition."""
+        """Requeues the pod with its rejectors, records the event and the PodScheduled condition,
+        and applies `nominating` unless a plugin owns the nomination (asynchronous preemption)."""
         rejected = status.is_rejected()
         reason = "Unschedulable" if rejected else "SchedulerError"
         result_label = metrics.UNSCHEDULABLE if rejected else metrics.ERROR
@@ -309,7 +320,10 @@ class Scheduler:
             pod = cached
             self.queue.add_unschedulable_if_not_present(pinfo, self.queue.scheduling_cycle)
 
-        self.queue.add_nominated_pod(pod, nominating)
+        if not update_nomination:
+            nominating = None
+        else:
+            self.queue.add_nominated_pod(pod, nominating)
         note = truncate_message(message)
         self.recorder.eventf(pod, None, "Warning", "FailedScheduling", "Scheduling", note)
         patch = pod_scheduled_condition_patch(pod, reason, message, nominating, self.clock.now())

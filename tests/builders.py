@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from scheduler.api.objects import Node, Pod
-from scheduler.api.parse import parse_node, parse_pod
+from scheduler.api.objects import Node, Pod, PodDisruptionBudget
+from scheduler.api.parse import parse_node, parse_pdb, parse_pod
 
 _uids = itertools.count(1)
 
@@ -33,6 +33,10 @@ def pod_json(
     resource_version: str = "1",
     extra_containers: list[dict[str, Any]] | None = None,
     init_containers: list[dict[str, Any]] | None = None,
+    preemption_policy: str | None = None,
+    start_time: str | None = None,
+    deletion_timestamp: str | None = None,
+    conditions: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """A pod as the API server would return it, with only the given fields set."""
     reqs = dict(requests or {})
@@ -63,9 +67,16 @@ def pod_json(
         spec["tolerations"] = tolerations
     if scheduling_gates:
         spec["schedulingGates"] = [{"name": g} for g in scheduling_gates]
-    status: dict[str, Any] = {"phase": "Pending"}
+    if preemption_policy is not None:
+        spec["preemptionPolicy"] = preemption_policy
+    status: dict[str, Any] = {"phase": "Running" if start_time else "Pending"}
     if nominated_node_name:
         status["nominatedNodeName"] = nominated_node_name
+    if start_time:
+        status["startTime"] = start_time
+    if conditions:
+        status["conditions"] = conditions
+    metadata_extra = {"deletionTimestamp": deletion_timestamp} if deletion_timestamp else {}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -76,6 +87,7 @@ def pod_json(
             "resourceVersion": resource_version,
             "labels": labels or {},
             "creationTimestamp": creation_timestamp,
+            **metadata_extra,
         },
         "spec": spec,
         "status": status,
@@ -125,3 +137,23 @@ def node_json(
 
 def make_node(name: str = "node", **kwargs: Any) -> Node:
     return parse_node(node_json(name, **kwargs))
+
+
+def make_pdb(
+    name: str,
+    namespace: str = "default",
+    *,
+    match_labels: dict[str, str] | None = None,
+    disruptions_allowed: int = 0,
+    disrupted_pods: list[str] | None = None,
+) -> PodDisruptionBudget:
+    """A PodDisruptionBudget with the status the disruption controller would have written."""
+    spec: dict[str, Any] = {}
+    if match_labels is not None:
+        spec["selector"] = {"matchLabels": match_labels}
+    status: dict[str, Any] = {"disruptionsAllowed": disruptions_allowed}
+    if disrupted_pods:
+        status["disruptedPods"] = dict.fromkeys(disrupted_pods, "2026-01-01T00:00:00Z")
+    return parse_pdb(
+        {"metadata": {"name": name, "namespace": namespace}, "spec": spec, "status": status}
+    )

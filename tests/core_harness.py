@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import Pod
+from scheduler.api.objects import Pod, PodDisruptionBudget
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.backend.queue import QueueProfile, SchedulingQueue
 from scheduler.clock import FakeClock
@@ -101,7 +101,9 @@ class FakeApi:
 
     binds: dict[str, str] = field(default_factory=dict)
     status_patches: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
     fail_binds: bool = False
+    fail_deletes: Exception | None = None
     changed: threading.Condition = field(default_factory=threading.Condition)
 
     def bind(self, pod: Pod, node_name: str) -> None:
@@ -112,7 +114,11 @@ class FakeApi:
             self.changed.notify_all()
 
     def delete_pod(self, pod: Pod, grace_period_seconds: int | None = None) -> None:
-        raise AssertionError("not expected")
+        if self.fail_deletes is not None:
+            raise self.fail_deletes
+        with self.changed:
+            self.deletes.append(pod.key)
+            self.changed.notify_all()
 
     def patch_pod_status(self, pod: Pod, patch: Mapping[str, Any]) -> None:
         with self.changed:
@@ -162,21 +168,30 @@ def profile_spec(name: str = PROFILE, *, score: bool = True) -> ProfileSpec:
 class Harness:
     """Everything wired as the app wires it, with pods and nodes fed straight to the handlers."""
 
-    def __init__(self, spec: ProfileSpec | None = None) -> None:
+    def __init__(
+        self,
+        spec: ProfileSpec | None = None,
+        *,
+        plugins: Registry | None = None,
+        features: FeatureGates | None = None,
+    ) -> None:
         self.clock = FakeClock()
         self.api = FakeApi()
         self.recorder = FakeRecorder()
         self.cache = Cache()
         self.snapshot = Snapshot()
         self.pods: dict[str, Pod] = {}
-        features = FeatureGates()
+        self.pdbs: list[PodDisruptionBudget] = []
+        features = features or FeatureGates()
         services = FrameworkServices(
             snapshot=lambda: self.snapshot,
             api=self.api,
             event_recorder=self.recorder,
             features=features,
+            pdbs=lambda: list(self.pdbs),
+            pod_lookup=self.pods.get,
         )
-        self.fwk = Framework(spec or profile_spec(), registry(), services)
+        self.fwk = Framework(spec or profile_spec(), plugins or registry(), services)
         sort = self.fwk.queue_sort_plugins[0]
         self.queue = SchedulingQueue(
             clock=self.clock,
@@ -210,6 +225,11 @@ class Harness:
     def add_pod(self, pod: Pod) -> None:
         self.pods[pod.key] = pod
         self.queue.add(pod)
+
+    def add_assigned_pod(self, pod: Pod) -> None:
+        """A pod already running on its node (as the pod informer would report it)."""
+        self.pods[pod.key] = pod
+        self.cache.add_pod(pod)
 
     def schedule_next(self) -> None:
         assert self.scheduler.schedule_one()

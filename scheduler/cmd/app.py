@@ -122,6 +122,7 @@ class App:
             event_recorder=self.recorder,
             features=self.features,
             pdbs=self.pdbs.list,
+            pod_lookup=lambda key: self.pods.get(key),  # noqa: PLW0108 (pods is built below)
         )
         self.frameworks = build_frameworks(config, self.registry, services)
         self.queue = build_queue(

@@ -118,6 +118,7 @@ class FrameworkServices:
     event_recorder: EventRecorder
     features: FeatureGates
     pdbs: Callable[[], list[PodDisruptionBudget]] = list
+    pod_lookup: Callable[[str], Pod | None] = lambda _key: None
 
 
 def _code_label(status: Status | None) -> str:
@@ -284,6 +285,9 @@ class Framework:
 
     def pdbs(self) -> list[PodDisruptionBudget]:
         return self._services.pdbs()
+
+    def get_pod(self, key: str) -> Pod | None:
+        return self._services.pod_lookup(key)
 
     def activate(self, pods: Iterable[Pod]) -> None:
         if self._activate is not None:

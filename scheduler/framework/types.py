@@ -219,7 +219,12 @@ CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.OVERRIDE)
 
 @dataclass(frozen=True, slots=True)
 class PostFilterResult:
+    """How the pod's nomination changes. `plugin_owns_nomination`: the plugin has nominated the
+    pod in memory and writes (or reverts) status.nominatedNodeName itself, as asynchronous
+    preemption does, so the failure handler leaves the nomination alone."""
+
     nominating_info: NominatingInfo | None = None
+    plugin_owns_nomination: bool = False
 
 
 class NodeToStatus:

@@ -51,6 +51,14 @@ class WaitingPod:
                 return
             self._finish(Status(Code.UNSCHEDULABLE, message, plugin=plugin))
 
+    def preempt(self, plugin: str, message: str) -> bool:
+        """Rejects the pod unless it already finished waiting; True when it was rejected."""
+        with self._lock:
+            if self._done.is_set():
+                return False
+            self._finish(Status(Code.UNSCHEDULABLE, message, plugin=plugin))
+            return True
+
     def _finish(self, status: Status) -> None:
         for timer in self._timers:
             timer.cancel()

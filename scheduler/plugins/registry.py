@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.framework.registry import Registry, load_entry_point_plugins
 from scheduler.plugins import (
     default_binder,
+    default_preemption,
     node_affinity,
     node_name,
     node_ports,
@@ -26,6 +27,7 @@ _IN_TREE = (
     node_ports,
     node_resources_fit,
     node_resources_balanced_allocation,
+    default_preemption,
     default_binder,
 )
 

@@ -16,29 +16,11 @@ from scheduler.plugins import (
     scheduling_gates,
     taint_toleration,
 )
-from scheduler.plugins.registry import in_tree_registry
 from tests.builders import make_node, make_pod
 from tests.plugins.world import build, snapshot
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 GPU_TAINT = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
-
-
-def test_registry_has_every_in_tree_plugin_under_its_kube_scheduler_name() -> None:
-    assert sorted(in_tree_registry()) == sorted(
-        [
-            "PrioritySort",
-            "SchedulingGates",
-            "NodeName",
-            "NodeUnschedulable",
-            "TaintToleration",
-            "NodeAffinity",
-            "NodePorts",
-            "NodeResourcesFit",
-            "NodeResourcesBalancedAllocation",
-            "DefaultBinder",
-        ]
-    )
 
 
 def test_scheduling_gates_message_lists_the_gates() -> None:

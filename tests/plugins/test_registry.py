@@ -11,6 +11,7 @@ from scheduler.framework.interface import (
     BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
+    PostFilterPlugin,
     PreEnqueuePlugin,
     QueueSortPlugin,
 )
@@ -28,6 +29,7 @@ KUBE_SCHEDULER_NAMES = {
     "NodePorts",
     "NodeResourcesFit",
     "NodeResourcesBalancedAllocation",
+    "DefaultPreemption",
     "DefaultBinder",
 }
 
@@ -55,6 +57,9 @@ def test_every_spec_builds_a_plugin_named_as_registered(name: str) -> None:
         ("NodeAffinity", BatchFilterPlugin),
         ("NodeAffinity", BatchScorePlugin),
         ("NodePorts", BatchFilterPlugin),
+        ("DefaultPreemption", PostFilterPlugin),
+        ("DefaultPreemption", PreEnqueuePlugin),
+        ("DefaultPreemption", EnqueueExtensions),
         ("DefaultBinder", BindPlugin),
     ],
 )

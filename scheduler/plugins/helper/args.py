@@ -136,3 +136,16 @@ def check_list(raw: Any, path: str) -> list[Any]:
     if not isinstance(raw, list):
         raise ArgsError(path, f"Invalid value: {go_value(raw)}: must be a list")
     return raw
+
+
+def check_int(raw: Mapping[str, Any], key: str, path: str) -> int:
+    """An int32 field (0 when absent), as the v1 types declare weights and shape points."""
+    value = raw.get(key, 0)
+    if value is None:
+        return 0
+    field_path = f"{path}.{key}" if path else key
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgsError(field_path, f"Invalid value: {go_value(value)}: must be an integer")
+    if not -(2**31) <= value < 2**31:
+        raise ArgsError(field_path, f"Invalid value: {value}: out of range for int32")
+    return value

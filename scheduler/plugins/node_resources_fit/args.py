@@ -9,11 +9,12 @@ from typing import Any
 from scheduler.plugins.helper.args import (
     FieldErrors,
     check_args_object,
+    check_int,
     check_list,
     check_object,
     label_key_errors,
 )
-from scheduler.plugins.resource_scoring.args import check_int, check_strings, decode_resource_specs
+from scheduler.plugins.resource_scoring.args import check_strings, decode_resource_specs
 from scheduler.plugins.resource_scoring.spec import DEFAULT_RESOURCES, ResourceSpec
 
 LEAST_ALLOCATED = "LeastAllocated"

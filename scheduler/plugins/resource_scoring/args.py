@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from scheduler.framework.registry import ArgsError
 from scheduler.plugins.helper.args import (
+    check_int,
     check_list,
     check_object,
     go_value,
@@ -20,18 +20,6 @@ def check_strings(raw: Any, path: str) -> list[str]:
         if not isinstance(value, str):
             raise ArgsError(f"{path}[{i}]", f"Invalid value: {go_value(value)}: must be a string")
     return values
-
-
-def check_int(raw: Mapping[str, Any], key: str, path: str) -> int:
-    """An int32 field (0 when absent), as the v1 types declare weights and shape points."""
-    value = raw.get(key, 0)
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgsError(f"{path}.{key}", f"Invalid value: {go_value(value)}: must be an integer")
-    if not -(2**31) <= value < 2**31:
-        raise ArgsError(f"{path}.{key}", f"Invalid value: {value}: out of range for int32")
-    return value
 
 
 def decode_resource_specs(raw: Any, path: str) -> tuple[ResourceSpec, ...]:

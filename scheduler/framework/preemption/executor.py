@@ -1,0 +1,297 @@
+"""Carries out a chosen preemption: the API calls, inline or on a background thread.
+
+With SchedulerAsyncPreemption the scheduling cycle only nominates the preemptor and hands the
+calls to a worker thread: the preemptor's status.nominatedNodeName is written, lower-priority
+pods nominated to the node lose their nomination, each victim gets the DisruptionTarget
+condition and is deleted (all but the last in parallel). Until the thread has asked for the
+last victim's deletion, `is_pod_running_preemption` is true and the plugin's PreEnqueue keeps
+the preemptor out of the queue. If a call fails, the nomination is reverted and the preemptor
+is activated so it is retried at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from scheduler import metrics
+from scheduler.api.errors import ApiError
+from scheduler.api.objects import Pod
+from scheduler.framework.interface import Handle
+from scheduler.framework.preemption.victims import (
+    DISRUPTION_TARGET,
+    REASON_PREEMPTION_BY_SCHEDULER,
+    Candidate,
+)
+from scheduler.framework.status import Status
+
+log = structlog.get_logger(__name__)
+
+OPERATION = "preemption"
+PREEMPTOR_TYPE = "pod"
+VICTIM_PARALLELISM = 16
+
+
+class VictimGone(Exception):
+    """The victim no longer exists (or was replaced): nothing left to preempt."""
+
+
+@dataclass(frozen=True, slots=True)
+class _LastVictim:
+    namespace: str
+    name: str
+
+
+def _rfc3339(when: float) -> str:
+    return datetime.fromtimestamp(int(when), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def disruption_target_patch(victim: Pod, scheduler_name: str, now: float) -> dict[str, Any] | None:
+    """The status patch adding the DisruptionTarget condition, or None if the pod has it."""
+    message = f"{scheduler_name}: preempting to accommodate a higher priority pod"
+    current = victim.condition(DISRUPTION_TARGET)
+    if (
+        current is not None
+        and current.status == "True"
+        and current.reason == REASON_PREEMPTION_BY_SCHEDULER
+        and current.message == message
+    ):
+        return None
+    condition: dict[str, Any] = {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": REASON_PREEMPTION_BY_SCHEDULER,
+        "message": message,
+    }
+    if current is None or current.status != "True":
+        condition["lastTransitionTime"] = _rfc3339(now)
+    return {"status": {"conditions": [condition]}}
+
+
+class Executor:
+    """Thread-safe; one per preemption plugin instance."""
+
+    def __init__(self, handle: Handle, plugin_name: str, *, async_enabled: bool) -> None:
+        self._handle = handle
+        self._plugin_name = plugin_name
+        self.async_enabled = async_enabled
+        self._lock = threading.Lock()
+        self._preempting: set[str] = set()
+        self._last_victim: dict[str, _LastVictim] = {}
+        self._jobs = ThreadPoolExecutor(thread_name_prefix="preemption") if async_enabled else None
+        self._victim_calls = ThreadPoolExecutor(
+            VICTIM_PARALLELISM, thread_name_prefix="preemption-victim"
+        )
+        self.now: Callable[[], float] = time.time
+
+    # --- entry point ------------------------------------------------------------------------
+
+    def actuate(self, candidate: Candidate, preemptor: Pod) -> Status | None:
+        """Starts (async) or performs (sync) the preemption; an error Status only when sync."""
+        metrics.preemption_victims.observe(len(candidate.victims))
+        if candidate.num_pdb_violations:
+            metrics.preemption_pdb_violations.labels(PREEMPTOR_TYPE).inc(
+                candidate.num_pdb_violations
+            )
+        if self._jobs is not None:
+            self._start_async(candidate, preemptor)
+            return None
+        return self._run_inline(candidate, preemptor)
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        """True until the last victim's deletion has at least started."""
+        with self._lock:
+            if uid not in self._preempting:
+                return False
+            last = self._last_victim.get(uid)
+        if last is None:
+            return True
+        victim = self._handle.get_pod(f"{last.namespace}/{last.name}")
+        return victim is not None and victim.deletion_timestamp is None
+
+    def close(self) -> None:
+        if self._jobs is not None:
+            self._jobs.shutdown(wait=False, cancel_futures=True)
+        self._victim_calls.shutdown(wait=False, cancel_futures=True)
+
+    # --- synchronous ------------------------------------------------------------------------
+
+    def _run_inline(self, candidate: Candidate, preemptor: Pod) -> Status | None:
+        start = time.perf_counter()
+        result = metrics.GOROUTINE_SUCCESS
+        try:
+            victims = [v for v in candidate.victims if v.deletion_timestamp is None]
+            error = self._preempt_all(candidate, preemptor, victims)
+            if error is not None:
+                result = metrics.GOROUTINE_ERROR
+                return Status.as_error(error, self._plugin_name)
+            self._clear_lower_priority_nominations(candidate, preemptor)
+            return None
+        finally:
+            metrics.preemption_execution_duration.labels(PREEMPTOR_TYPE, result).observe(
+                time.perf_counter() - start
+            )
+
+    # --- asynchronous -----------------------------------------------------------------------
+
+    def _start_async(self, candidate: Candidate, preemptor: Pod) -> None:
+        victims = [v for v in candidate.victims if v.deletion_timestamp is None]
+        with self._lock:
+            self._preempting.add(preemptor.uid)
+        assert self._jobs is not None
+        self._jobs.submit(self._run_async, candidate, preemptor, victims)
+
+    def _run_async(self, candidate: Candidate, preemptor: Pod, victims: list[Pod]) -> None:
+        start = time.perf_counter()
+        metrics.goroutines.labels(OPERATION).inc()
+        result = metrics.GOROUTINE_SUCCESS
+        activate = False
+        try:
+            log.info(
+                "start the preemption asynchronously",
+                pod=preemptor.key,
+                node=candidate.node_name,
+                victims=len(candidate.victims),
+                victims_to_delete=len(victims),
+            )
+            error = self._async_calls(candidate, preemptor, victims)
+            if error is not None:
+                result = metrics.GOROUTINE_ERROR
+                activate = True
+                log.error(
+                    "async preemption failed; reverting the nomination",
+                    pod=preemptor.key,
+                    node=candidate.node_name,
+                    error=str(error),
+                )
+                self._revert_nomination(preemptor)
+        except Exception:  # a bug here must not leave the preemptor gated forever
+            result = metrics.GOROUTINE_ERROR
+            activate = True
+            log.exception("async preemption crashed", pod=preemptor.key)
+        finally:
+            with self._lock:
+                self._preempting.discard(preemptor.uid)
+                self._last_victim.pop(preemptor.uid, None)
+            if activate:
+                self._handle.activate([preemptor])
+            elapsed = time.perf_counter() - start
+            metrics.goroutines.labels(OPERATION).dec()
+            metrics.goroutines_duration.labels(OPERATION).observe(elapsed)
+            metrics.goroutines_execution.labels(OPERATION, result).inc()
+            metrics.preemption_goroutines_duration.labels(result).observe(elapsed)
+            metrics.preemption_goroutines_execution.labels(result).inc()
+            metrics.preemption_execution_duration.labels(PREEMPTOR_TYPE, result).observe(elapsed)
+            log.info("async preemption finished", pod=preemptor.key, result=result)
+
+    def _async_calls(
+        self, candidate: Candidate, preemptor: Pod, victims: list[Pod]
+    ) -> BaseException | None:
+        """The calls in order; the first failure that makes the preemption fail, else None."""
+        try:
+            self._handle.api.patch_pod_status(
+                preemptor, {"status": {"nominatedNodeName": candidate.node_name}}
+            )
+        except ApiError as err:
+            if err.not_found:
+                return None  # the preemptor is gone; nothing to make room for
+            return err
+        except Exception as err:
+            return err
+        self._clear_lower_priority_nominations(candidate, preemptor)
+        if not victims:
+            return None
+        error = self._preempt_all(candidate, preemptor, victims[:-1])
+        if error is not None:
+            return error
+        last = victims[-1]
+        with self._lock:
+            self._last_victim[preemptor.uid] = _LastVictim(last.namespace, last.name)
+        return self._preempt_one(candidate, preemptor, last)
+
+    def _revert_nomination(self, preemptor: Pod) -> None:
+        self._handle.nominator.delete_nominated_pod_if_exists(preemptor)
+        try:
+            self._handle.api.patch_pod_status(preemptor, {"status": {"nominatedNodeName": None}})
+        except ApiError as err:
+            if not err.not_found:
+                log.error("could not revert nominatedNodeName", pod=preemptor.key, error=str(err))
+        except Exception as err:
+            log.error("could not revert nominatedNodeName", pod=preemptor.key, error=str(err))
+
+    # --- shared -----------------------------------------------------------------------------
+
+    def _preempt_all(
+        self, candidate: Candidate, preemptor: Pod, victims: list[Pod]
+    ) -> BaseException | None:
+        if len(victims) <= 1:
+            return self._preempt_one(candidate, preemptor, victims[0]) if victims else None
+        futures = [
+            self._victim_calls.submit(self._preempt_one, candidate, preemptor, victim)
+            for victim in victims
+        ]
+        errors = [err for f in futures if (err := f.result()) is not None]
+        return errors[0] if errors else None
+
+    def _preempt_one(
+        self, candidate: Candidate, preemptor: Pod, victim: Pod
+    ) -> BaseException | None:
+        """Evicts one victim; None when it is preempted or already gone."""
+        try:
+            self._evict(candidate, preemptor, victim)
+        except VictimGone:
+            log.info("victim pod is already deleted", pod=preemptor.key, victim=victim.key)
+        except Exception as err:
+            log.error(
+                "could not preempt victim", pod=preemptor.key, victim=victim.key, error=str(err)
+            )
+            return err
+        return None
+
+    def _evict(self, candidate: Candidate, preemptor: Pod, victim: Pod) -> None:
+        message = f"Preempted by pod {preemptor.uid} on node {candidate.node_name}"
+        waiting = self._handle.get_waiting_pod(victim.uid)
+        if waiting is not None and waiting.preempt(self._plugin_name, "preempted"):
+            log.info("preemptor preempted a waiting pod", pod=preemptor.key, victim=victim.key)
+            message += " (in kube-scheduler memory)."
+        else:
+            api = self._handle.api
+            patch = disruption_target_patch(victim, preemptor.scheduler_name, self.now())
+            try:
+                if patch is not None:
+                    api.patch_pod_status(victim, patch)
+                api.delete_pod(victim)
+            except ApiError as err:
+                if err.not_found or err.conflict:
+                    raise VictimGone() from err
+                raise
+            log.info("preemptor pod preempted victim pod", pod=preemptor.key, victim=victim.key)
+        self._handle.event_recorder.eventf(
+            victim, preemptor, "Normal", "Preempted", "Preempting", message
+        )
+
+    def _clear_lower_priority_nominations(self, candidate: Candidate, preemptor: Pod) -> None:
+        """Lower-priority pods nominated to the node may no longer fit there: let them retry."""
+        nominated = self._handle.nominator.nominated_pods_for_node(candidate.node_name)
+        for pod in nominated:
+            if pod.priority >= preemptor.priority or pod.uid == preemptor.uid:
+                continue
+            self._handle.nominator.delete_nominated_pod_if_exists(pod)
+            if not pod.nominated_node_name:
+                continue
+            try:
+                self._handle.api.patch_pod_status(pod, {"status": {"nominatedNodeName": None}})
+            except Exception as err:  # not critical: the pod retries on its own
+                log.error(
+                    "cannot clear nominatedNodeName of a lower-priority pod",
+                    pod=pod.key,
+                    node=candidate.node_name,
+                    error=str(err),
+                )

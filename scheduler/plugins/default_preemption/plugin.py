@@ -1,0 +1,167 @@
+"""DefaultPreemption: when a pod fits nowhere, evict lower-priority pods to make room.
+
+The PostFilter hands the search to the framework's preemption Evaluator and supplies the
+policy: who may preempt, which pods on a node are the fewest to evict (all lower-priority pods
+removed, then as many as possible reprieved, most important first, PDB-protected pods first),
+and how many candidate nodes to try. With asynchronous preemption its PreEnqueue keeps a
+preemptor out of the queue while its API calls are still running.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from scheduler import metrics
+from scheduler.api.objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import (
+    EVENT_ASSIGNED_POD_DELETE,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+from scheduler.framework.interface import Handle
+from scheduler.framework.preemption.evaluator import Evaluator
+from scheduler.framework.preemption.executor import Executor
+from scheduler.framework.preemption.victims import (
+    importance_key,
+    pod_terminating_by_preemption,
+    split_by_pdb_violation,
+)
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, NodeToStatus, PostFilterResult
+from scheduler.plugins.default_preemption.args import PreemptionArgs
+
+NAME = "DefaultPreemption"
+ASYNC_GATE = "SchedulerAsyncPreemption"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+
+
+class DefaultPreemption:
+    name = NAME
+
+    def __init__(self, args: PreemptionArgs, handle: Handle, rng: random.Random | None = None):
+        self.args = args
+        self._handle = handle
+        self._rng = rng or random.Random()
+        self.async_enabled = handle.features.enabled(ASYNC_GATE)
+        self.executor = Executor(handle, NAME, async_enabled=self.async_enabled)
+        self.evaluator = Evaluator(handle, self, self.executor)
+
+    # --- extension points -------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        try:
+            result, status = self.evaluator.preempt(state, pod, node_to_status)
+        finally:
+            metrics.preemption_attempts.inc()
+        message = status.message()
+        if message:
+            return result, Status(status.code, f"preemption: {message}", error=status.error)
+        return result, status
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        if self.async_enabled and self.executor.is_pod_running_preemption(pod.uid):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION)
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Lets a gated preemptor be looked at again when pods leave; the other plugins' hints
+        decide whether it is requeued, so this plugin's own hint always skips."""
+        if not self.async_enabled:
+            return []
+        return [ClusterEventWithHint(EVENT_ASSIGNED_POD_DELETE, _skip)]
+
+    # --- policy (used by the Evaluator) -----------------------------------------------------
+
+    def calculate_num_candidates(self, num_nodes: int) -> int:
+        wanted = num_nodes * self.args.min_candidate_nodes_percentage // 100
+        wanted = max(wanted, self.args.min_candidate_nodes_absolute)
+        return min(wanted, num_nodes)
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        return self._rng.randrange(num_nodes), self.calculate_num_candidates(num_nodes)
+
+    def pod_eligible_to_preempt_others(
+        self, pod: Pod, nominated_node_status: Status
+    ) -> tuple[bool, str]:
+        """Not for preemptionPolicy Never, nor while victims of an earlier preemption by this
+        pod are still terminating on its nominated node."""
+        if pod.preemption_policy == PREEMPT_NEVER:
+            return False, "not eligible due to preemptionPolicy=Never."
+        nominated = pod.nominated_node_name
+        if not nominated:
+            return True, ""
+        if nominated_node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return True, ""
+        info = self._handle.snapshot().get(nominated)
+        if info is not None:
+            for other in info.pods:
+                if other.priority < pod.priority and pod_terminating_by_preemption(other):
+                    return False, "not eligible due to a terminating pod on the nominated node."
+        return True, ""
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        pdbs: list[PodDisruptionBudget],
+    ) -> tuple[list[Pod], int, Status | None]:
+        """The fewest lower-priority pods to evict from `node_info` (a private copy)."""
+        handle = self._handle
+        potential = [p for p in node_info.pods if p.priority < pod.priority]
+        if not potential:
+            return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+
+        def remove(victim: Pod) -> Status | None:
+            node_info.remove_pod(victim)
+            return handle.run_pre_filter_extension_remove_pod(state, pod, victim, node_info)
+
+        def add(victim: Pod) -> Status | None:
+            node_info.add_pod(victim)
+            return handle.run_pre_filter_extension_add_pod(state, pod, victim, node_info)
+
+        for victim in potential:
+            if (status := remove(victim)) is not None:
+                return [], 0, status
+        status = handle.run_filter_plugins_with_nominated_pods(state, pod, node_info)
+        if status is not None:
+            return [], 0, status
+
+        potential.sort(key=importance_key(time.time()))
+        violating, non_violating = split_by_pdb_violation(potential, pdbs)
+        victims: list[Pod] = []
+
+        def reprieve(victim: Pod) -> tuple[bool, Status | None]:
+            if (status := add(victim)) is not None:
+                return False, status
+            fits = handle.run_filter_plugins_with_nominated_pods(state, pod, node_info) is None
+            if not fits:
+                if (status := remove(victim)) is not None:
+                    return False, status
+                victims.append(victim)
+            return fits, None
+
+        num_violating = 0
+        for victim in violating:
+            fits, error = reprieve(victim)
+            if error is not None:
+                return [], 0, error
+            if not fits:
+                num_violating += 1
+        for victim in non_violating:
+            _, error = reprieve(victim)
+            if error is not None:
+                return [], 0, error
+        if violating and non_violating:
+            victims.sort(key=importance_key(time.time()))
+        return victims, num_violating, None
+
+
+def _skip(_pod: Pod, _old: Any, _new: Any) -> QueueingHint:
+    return QueueingHint.QUEUE_SKIP

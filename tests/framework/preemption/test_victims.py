@@ -1,0 +1,164 @@
+"""Victim order, PDB accounting and the node choice rules, on hand-built pods."""
+
+from __future__ import annotations
+
+from scheduler.api.objects import Pod
+from scheduler.framework.preemption.executor import disruption_target_patch
+from scheduler.framework.preemption.victims import (
+    Candidate,
+    importance_key,
+    pick_one_node,
+    pod_terminating_by_preemption,
+    split_by_pdb_violation,
+)
+from tests.builders import make_pdb, make_pod
+
+NOW = 1_800_000_000.0
+PREEMPTED = {
+    "type": "DisruptionTarget",
+    "status": "True",
+    "reason": "PreemptionByScheduler",
+    "message": "kube-pysched: preempting to accommodate a higher priority pod",
+}
+
+
+def pod(name: str, priority: int = 0, start: str | None = None, **kw: object) -> Pod:
+    return make_pod(name, priority=priority, start_time=start, node_name="n", **kw)  # type: ignore[arg-type]
+
+
+def names(pods: list[Pod] | tuple[Pod, ...]) -> list[str]:
+    return [p.name for p in pods]
+
+
+# --- importance ----------------------------------------------------------------------------
+
+
+def test_more_important_means_higher_priority_then_started_earlier() -> None:
+    pods = [
+        pod("late-low", 1, "2026-01-01T00:00:10Z"),
+        pod("early-low", 1, "2026-01-01T00:00:01Z"),
+        pod("high", 5, "2026-01-01T00:00:20Z"),
+        pod("not-started", 1),
+    ]
+    assert names(sorted(pods, key=importance_key(NOW))) == [
+        "high",
+        "early-low",
+        "late-low",
+        "not-started",  # no startTime: counts as starting now, the latest of all
+    ]
+
+
+def test_terminating_by_preemption_needs_deletion_and_the_scheduler_condition() -> None:
+    deleting = "2026-01-01T00:01:00Z"
+    assert pod_terminating_by_preemption(
+        pod("v", deletion_timestamp=deleting, conditions=[PREEMPTED])
+    )
+    assert not pod_terminating_by_preemption(pod("v", conditions=[PREEMPTED]))
+    assert not pod_terminating_by_preemption(pod("v", deletion_timestamp=deleting))
+    evicted = {**PREEMPTED, "reason": "EvictionByEvictionAPI"}
+    assert not pod_terminating_by_preemption(
+        pod("v", deletion_timestamp=deleting, conditions=[evicted])
+    )
+
+
+# --- PodDisruptionBudgets --------------------------------------------------------------------
+
+
+def test_budget_is_spent_in_victim_order() -> None:
+    pdb = make_pdb("db", match_labels={"app": "db"}, disruptions_allowed=1)
+    first, second = pod("db-0", labels={"app": "db"}), pod("db-1", labels={"app": "db"})
+    other = pod("web", labels={"app": "web"})
+    violating, ok = split_by_pdb_violation([first, second, other], [pdb])
+    assert names(violating) == ["db-1"]
+    assert names(ok) == ["db-0", "web"]
+
+
+def test_already_disrupted_pods_do_not_spend_the_budget_again() -> None:
+    pdb = make_pdb("db", match_labels={"app": "db"}, disruptions_allowed=0, disrupted_pods=["db-0"])
+    violating, ok = split_by_pdb_violation(
+        [pod("db-0", labels={"app": "db"}), pod("db-1", labels={"app": "db"})], [pdb]
+    )
+    assert names(violating) == ["db-1"]
+    assert names(ok) == ["db-0"]
+
+
+def test_budgets_of_other_namespaces_empty_or_missing_selectors_never_match() -> None:
+    labelled = pod("db-0", labels={"app": "db"})
+    pdbs = [
+        make_pdb("elsewhere", "other", match_labels={"app": "db"}),
+        make_pdb("everything", match_labels={}),
+        make_pdb("nothing"),
+    ]
+    assert split_by_pdb_violation([labelled], pdbs) == ([], [labelled])
+    unlabelled = pod("bare")
+    assert split_by_pdb_violation([unlabelled], [make_pdb("db", match_labels={})]) == (
+        [],
+        [unlabelled],
+    )
+
+
+# --- node choice ------------------------------------------------------------------------------
+
+
+def cand(node: str, *victims: Pod, violations: int = 0) -> Candidate:
+    return Candidate(node, tuple(sorted(victims, key=importance_key(NOW))), violations)
+
+
+def test_fewest_pdb_violations_wins_first() -> None:
+    chosen = pick_one_node(
+        [cand("a", pod("x", 1), violations=1), cand("b", pod("y", 9), pod("z", 9))], NOW
+    )
+    assert chosen is not None and chosen.node_name == "b"
+
+
+def test_then_the_lowest_highest_victim_priority() -> None:
+    chosen = pick_one_node([cand("a", pod("x", 5)), cand("b", pod("y", 4), pod("z", 4))], NOW)
+    assert chosen is not None and chosen.node_name == "b"
+
+
+def test_then_the_smallest_priority_sum() -> None:
+    a = cand("a", pod("x", 5), pod("w", 1))
+    b = cand("b", pod("y", 5), pod("z", 2))
+    chosen = pick_one_node([b, a], NOW)
+    assert chosen is not None and chosen.node_name == "a"
+
+
+def test_priorities_are_shifted_before_summing_so_fewer_negative_victims_win() -> None:
+    a = cand("a", pod("x", -5))
+    b = cand("b", pod("y", -5), pod("z", -5))
+    chosen = pick_one_node([b, a], NOW)
+    assert chosen is not None and chosen.node_name == "a"
+
+
+def test_then_the_fewest_victims() -> None:
+    # With shifted priorities equal sums need a victim at the lowest int32 priority.
+    a = cand("a", pod("x", 0), pod("w", -(2**31)))
+    b = cand("b", pod("y", 0))
+    chosen = pick_one_node([a, b], NOW)
+    assert chosen is not None and chosen.node_name == "b"
+
+
+def test_then_the_latest_start_of_the_highest_priority_victims() -> None:
+    early = cand("early", pod("x", 3, "2026-01-01T00:00:01Z"), pod("w", 1, "2026-01-01T09:00:00Z"))
+    late = cand("late", pod("y", 3, "2026-01-01T00:00:05Z"), pod("z", 1, "2026-01-01T00:00:00Z"))
+    chosen = pick_one_node([early, late], NOW)
+    assert chosen is not None and chosen.node_name == "late"
+
+
+def test_full_tie_takes_the_first_candidate() -> None:
+    same = "2026-01-01T00:00:01Z"
+    chosen = pick_one_node([cand("a", pod("x", 3, same)), cand("b", pod("y", 3, same))], NOW)
+    assert chosen is not None and chosen.node_name == "a"
+    assert pick_one_node([], NOW) is None
+
+
+# --- the DisruptionTarget condition -----------------------------------------------------------
+
+
+def test_disruption_target_patch_is_skipped_when_the_condition_is_there() -> None:
+    fresh = disruption_target_patch(pod("v"), "kube-pysched", NOW)
+    assert fresh is not None
+    condition = fresh["status"]["conditions"][0]
+    assert {k: condition[k] for k in PREEMPTED} == PREEMPTED
+    assert "lastTransitionTime" in condition
+    assert disruption_target_patch(pod("v", conditions=[PREEMPTED]), "kube-pysched", NOW) is None
