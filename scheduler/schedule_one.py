@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +20,7 @@ import numpy.typing as npt
 from scheduler.api.objects import Pod
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.node_table import BoolColumn
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, FitError, NodeInfo, QueuedPodInfo
@@ -155,7 +157,7 @@ class SchedulingAlgorithm:
         began = time.perf_counter()
         status: Status | None = None
         try:
-            mask, per_node = fwk.filter_batch_masks(state, pod, table)
+            mask, per_node, columns = fwk.filter_batch_masks(state, pod, table)
             nominated_rows = self._rows_with_nominated_pods(fwk, pod)
             feasible: list[NodeInfo] = []
             if not per_node and not nominated_rows:
@@ -198,7 +200,9 @@ class SchedulingAlgorithm:
                             break
             self.next_start_node_index = (start + processed) % n
             if not feasible:
-                self._diagnose_all(fwk, state, pod, diagnosis, _round_robin(n, start))
+                self._diagnose_all(
+                    fwk, state, pod, diagnosis, _round_robin(n, start), columns, nominated_rows
+                )
             return feasible
         finally:
             fwk.observe_filter_duration(status, began)
@@ -222,12 +226,20 @@ class SchedulingAlgorithm:
         pod: Pod,
         diagnosis: Diagnosis,
         order: npt.NDArray[np.intp],
+        columns: list[tuple[Any, BoolColumn | None]],
+        nominated_rows: set[int],
     ) -> None:
-        """The pod fits nowhere: record each node's exact rejection, as the per-node path would."""
+        """The pod fits nowhere: record each node's exact rejection, as the per-node path would.
+
+        Nodes with nominated pods take the two-pass path; elsewhere the batch columns say which
+        plugin rejects first, so only that plugin runs to give its reason."""
         infos = self.snapshot.node_info_list
         for row in order.tolist():
             info = infos[row]
-            s = fwk.run_filter_plugins_with_nominated_pods(state, pod, info)
+            if row in nominated_rows:
+                s = fwk.run_filter_plugins_with_nominated_pods(state, pod, info)
+            else:
+                s = fwk.first_rejection(columns, state, pod, info, row)
             if s is None:
                 continue  # can only happen if the cluster changed under us; ignore
             if s.code == Code.ERROR:

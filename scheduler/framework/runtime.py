@@ -137,6 +137,7 @@ class Framework:
         self._activate: Callable[[Iterable[Pod]], None] | None = None
         self.waiting_pods = WaitingPods()
         self._ext_point_timers: dict[tuple[str, str], Any] = {}
+        self._plugin_timers: dict[tuple[str, str, str], Any] = {}
 
         self.plugins: dict[str, Plugin] = self._instantiate(spec, registry)
         lists = {point: self._plugins_for(spec, point) for point in EXTENSION_POINTS}
@@ -163,6 +164,10 @@ class Framework:
                 f"{self.profile_name!r}"
             )
         self.score_weights = self._score_weights(spec)
+        # Preemption dry runs call the PreFilter extensions for every pod they move.
+        self._pre_filter_extensions = [
+            (pl, ext) for pl in self.pre_filter_plugins if (ext := pl.pre_filter_extensions())
+        ]
         self._batch_filter = {
             pl.name: callable(getattr(pl, "filter_batch", None)) for pl in self.filter_plugins
         }
@@ -336,11 +341,13 @@ class Framework:
             self._ext_point_timers[key] = child
         child.observe(time.perf_counter() - start)
 
-    @staticmethod
-    def _observe_plugin(point: str, plugin: str, status: Status | None, start: float) -> None:
-        metrics.plugin_execution_duration.labels(plugin, point, _code_label(status)).observe(
-            time.perf_counter() - start
-        )
+    def _observe_plugin(self, point: str, plugin: str, status: Status | None, start: float) -> None:
+        key = (plugin, point, _code_label(status))
+        child = self._plugin_timers.get(key)
+        if child is None:
+            child = metrics.plugin_execution_duration.labels(*key)
+            self._plugin_timers[key] = child
+        child.observe(time.perf_counter() - start)
 
     def observe_filter_duration(self, status: Status | None, start: float) -> None:
         """Filter latency covers all nodes of a cycle, so the caller reports it."""
@@ -427,11 +434,8 @@ class Framework:
         self, state: CycleState, pod: Pod, other: Pod, node_info: NodeInfo, add: bool
     ) -> Status | None:
         point = PRE_FILTER_ADD_POD if add else PRE_FILTER_REMOVE_POD
-        for pl in self.pre_filter_plugins:
+        for pl, ext in self._pre_filter_extensions:
             if pl.name in state.skip_filter_plugins:
-                continue
-            ext = pl.pre_filter_extensions()
-            if ext is None:
                 continue
             fn = ext.add_pod if add else ext.remove_pod
             status = fn(state, pod, other, node_info)
@@ -500,10 +504,12 @@ class Framework:
 
     def filter_batch_masks(
         self, state: CycleState, pod: Pod, table: NodeTable
-    ) -> tuple[BoolColumn, list[Any]]:
-        """AND of every batch-capable Filter plugin's column, and the plugins left per-node."""
+    ) -> tuple[BoolColumn, list[Any], list[tuple[Any, BoolColumn | None]]]:
+        """AND of every batch-capable Filter plugin's column, the plugins left per-node, and
+        (plugin, column or None) for every plugin in order (to find a node's first rejector)."""
         mask: BoolColumn = np.ones(table.n, np.bool_)
         per_node: list[Any] = []
+        columns: list[tuple[Any, BoolColumn | None]] = []
         skip = state.skip_filter_plugins
         record = state.record_plugin_metrics
         for pl in self.filter_plugins:
@@ -519,7 +525,37 @@ class Framework:
                 per_node.append(pl)
             else:
                 mask &= column
-        return mask, per_node
+            columns.append((pl, column))
+        return mask, per_node, columns
+
+    def first_rejection(
+        self,
+        columns: Sequence[tuple[Any, BoolColumn | None]],
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        row: int,
+    ) -> Status | None:
+        """What `run_filter_plugins` returns for the node at `row`, calling only the plugins
+        whose column does not already say it passes."""
+        for pl, column in columns:
+            if column is not None and column[row]:
+                continue
+            status: Status | None
+            try:
+                status = pl.filter(state, pod, node_info)
+            except Exception as err:
+                status = Status.as_error(err)
+            if status is not None and status.code != Code.SUCCESS:
+                if not status.is_rejected():
+                    status = Status(
+                        Code.ERROR,
+                        f"running {pl.name!r} filter plugin: {status.message()}",
+                        error=status.error,
+                    )
+                status.plugin = pl.name
+                return status
+        return None
 
     def run_filter_plugins_subset(
         self, plugins: Sequence[Any], state: CycleState, pod: Pod, node_info: NodeInfo

@@ -51,6 +51,8 @@ class Nominator:
             self._delete_locked(pod.uid)
 
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        if node_name not in self._pods_on:  # the common case, without taking the lock
+            return []
         with self._lock:
             pods = list(self._pods_on.get(node_name, ()))
         lookup = self._lookup
