@@ -3,15 +3,11 @@ nominated node when preemption set or cleared one. Nothing is sent when nothing 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.api.objects import Pod
+from scheduler.api.parse import format_time
 from scheduler.framework.types import NominatingInfo, NominatingMode
-
-
-def _rfc3339(when: float) -> str:
-    return datetime.fromtimestamp(int(when), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def pod_scheduled_condition_patch(
@@ -38,7 +34,7 @@ def pod_scheduled_condition_patch(
             "lastProbeTime": None,
         }
         if current is None or current.status != "False":
-            condition["lastTransitionTime"] = _rfc3339(now)
+            condition["lastTransitionTime"] = format_time(now)
         status["conditions"] = [condition]
     if (
         nominating is not None

@@ -7,7 +7,7 @@ so one malformed object never stops the scheduler.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -48,6 +48,11 @@ def parse_time(text: str | None) -> float | None:
     if not text:
         return None
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def format_time(when: float) -> str:
+    """Seconds since the epoch as metav1.Time serialises it (RFC 3339, whole seconds, UTC)."""
+    return datetime.fromtimestamp(int(when), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _taints(raw: list[Json] | None) -> tuple[Taint, ...]:

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -24,6 +23,7 @@ import structlog
 from scheduler import metrics
 from scheduler.api.errors import ApiError
 from scheduler.api.objects import Pod
+from scheduler.api.parse import format_time
 from scheduler.framework.interface import Handle
 from scheduler.framework.preemption.victims import (
     DISRUPTION_TARGET,
@@ -49,10 +49,6 @@ class _LastVictim:
     name: str
 
 
-def _rfc3339(when: float) -> str:
-    return datetime.fromtimestamp(int(when), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def disruption_target_patch(victim: Pod, scheduler_name: str, now: float) -> dict[str, Any] | None:
     """The status patch adding the DisruptionTarget condition, or None if the pod has it."""
     message = f"{scheduler_name}: preempting to accommodate a higher priority pod"
@@ -71,7 +67,7 @@ def disruption_target_patch(victim: Pod, scheduler_name: str, now: float) -> dic
         "message": message,
     }
     if current is None or current.status != "True":
-        condition["lastTransitionTime"] = _rfc3339(now)
+        condition["lastTransitionTime"] = format_time(now)
     return {"status": {"conditions": [condition]}}
 
 
