@@ -111,8 +111,11 @@ class Scheduler:
 
     def run(self) -> None:
         while not self._stop.is_set():
-            if not self.schedule_one():
-                return
+            try:
+                if not self.schedule_one():
+                    return
+            except Exception:  # a bug in failure handling must not stop all scheduling
+                log.exception("scheduling cycle failed; the loop goes on")
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
