@@ -189,6 +189,8 @@ class PodNominator(Protocol):
 
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
 
+    def nominated_node_for(self, uid: str) -> str | None: ...
+
 
 class ApiActions(Protocol):
     """The API calls plugins may make; implemented by the client layer (scheduler/client)."""

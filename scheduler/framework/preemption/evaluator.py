@@ -16,7 +16,7 @@ from typing import Protocol
 import structlog
 
 from scheduler import metrics
-from scheduler.api.objects import Pod, PodDisruptionBudget
+from scheduler.api.objects import Pod, PodDisruptionBudget, replace_pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle
 from scheduler.framework.preemption.executor import PREEMPTOR_TYPE, Executor
@@ -94,15 +94,22 @@ class Evaluator:
             f"found a potential placement for pod on node {candidate.node_name}, "
             f"preempting {len(candidate.victims)} victims"
         )
-        if self._executor.async_enabled:
+        executor = self._executor
+        executor.observe(candidate)
+        nominating = NominatingInfo(candidate.node_name, NominatingMode.OVERRIDE)
+        if executor.async_enabled:
+            victims = executor.victims_to_evict(candidate)
+            if not victims:
+                # Every victim is already leaving: no thread, as kube-scheduler; the failure
+                # handler nominates the pod.
+                return PostFilterResult(nominating), Status(Code.SUCCESS, message)
             # Nominated before the thread starts, so a failing thread's revert comes after it.
             self._handle.nominator.add_nominated_pod(pod, candidate.node_name)
-            self._executor.actuate(candidate, pod)
+            executor.start_async(candidate, pod, victims)
             return PostFilterResult(plugin_owns_nomination=True), Status(Code.SUCCESS, message)
-        error = self._executor.actuate(candidate, pod)
+        error = executor.run_inline(candidate, pod)
         if error is not None:
             return None, error
-        nominating = NominatingInfo(candidate.node_name, NominatingMode.OVERRIDE)
         return PostFilterResult(nominating), Status(Code.SUCCESS, message)
 
     def _evaluate(
@@ -112,6 +119,11 @@ class Evaluator:
         if latest is None:
             return None, None, Status(Code.ERROR, f'pod "{pod.name}" not found')
         pod = latest
+        if not pod.nominated_node_name:
+            # A nomination this scheduler made whose status patch has not come back yet.
+            nominated = self._handle.nominator.nominated_node_for(pod.uid)
+            if nominated:
+                pod = replace_pod(pod, nominated_node_name=nominated)
         nominated_status = node_to_status.get(pod.nominated_node_name)
         eligible, reason = self._policy.pod_eligible_to_preempt_others(pod, nominated_status)
         if not eligible:

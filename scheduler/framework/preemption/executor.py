@@ -37,6 +37,10 @@ log = structlog.get_logger(__name__)
 OPERATION = "preemption"
 PREEMPTOR_TYPE = "pod"
 VICTIM_PARALLELISM = 16
+# How long an eviction is remembered (the informer reports the deletion long before) and how
+# many entries are kept before old ones are dropped.
+EVICTED_MEMORY_SECONDS = 300.0
+EVICTED_MEMORY_SIZE = 1024
 
 
 class VictimGone(Exception):
@@ -86,20 +90,54 @@ class Executor:
             VICTIM_PARALLELISM, thread_name_prefix="preemption-victim"
         )
         self.now: Callable[[], float] = time.time
+        # Victims whose deletion this scheduler asked for, until the informer has caught up:
+        # uid -> when. A retry right after a preemption must not evict them again.
+        self._evicted: dict[str, float] = {}
 
     # --- entry point ------------------------------------------------------------------------
 
-    def actuate(self, candidate: Candidate, preemptor: Pod) -> Status | None:
-        """Starts (async) or performs (sync) the preemption; an error Status only when sync."""
+    def evicted_recently(self, pod: Pod) -> bool:
+        """This scheduler asked for the pod's deletion (the informer may not show it yet)."""
+        with self._lock:
+            return pod.uid in self._evicted
+
+    def victims_to_evict(self, candidate: Candidate) -> list[Pod]:
+        """Victims neither terminating already nor evicted by us a moment ago."""
+        return [
+            v
+            for v in candidate.victims
+            if v.deletion_timestamp is None and not self.evicted_recently(v)
+        ]
+
+    def observe(self, candidate: Candidate) -> None:
         metrics.preemption_victims.observe(len(candidate.victims))
         if candidate.num_pdb_violations:
             metrics.preemption_pdb_violations.labels(PREEMPTOR_TYPE).inc(
                 candidate.num_pdb_violations
             )
-        if self._jobs is not None:
-            self._start_async(candidate, preemptor)
+
+    def start_async(self, candidate: Candidate, preemptor: Pod, victims: list[Pod]) -> None:
+        """Marks the preemptor as preempting and hands the calls to a worker thread."""
+        with self._lock:
+            self._preempting.add(preemptor.uid)
+        assert self._jobs is not None
+        self._jobs.submit(self._run_async, candidate, preemptor, victims)
+
+    def run_inline(self, candidate: Candidate, preemptor: Pod) -> Status | None:
+        """The same calls in the scheduling cycle; an error Status if one fails."""
+        start = time.perf_counter()
+        result = metrics.GOROUTINE_SUCCESS
+        try:
+            error = self._preempt_all(candidate, preemptor, self.victims_to_evict(candidate))
+            if error is not None:
+                result = metrics.GOROUTINE_ERROR
+                return Status.as_error(error, self._plugin_name)
+            self._clear_lower_priority_nominations(candidate, preemptor)
             return None
-        return self._run_inline(candidate, preemptor)
+        finally:
+            metrics.preemption_execution_duration.labels(PREEMPTOR_TYPE, result).observe(
+                time.perf_counter() - start
+            )
 
     def is_pod_running_preemption(self, uid: str) -> bool:
         """True until the last victim's deletion has at least started."""
@@ -117,32 +155,7 @@ class Executor:
             self._jobs.shutdown(wait=False, cancel_futures=True)
         self._victim_calls.shutdown(wait=False, cancel_futures=True)
 
-    # --- synchronous ------------------------------------------------------------------------
-
-    def _run_inline(self, candidate: Candidate, preemptor: Pod) -> Status | None:
-        start = time.perf_counter()
-        result = metrics.GOROUTINE_SUCCESS
-        try:
-            victims = [v for v in candidate.victims if v.deletion_timestamp is None]
-            error = self._preempt_all(candidate, preemptor, victims)
-            if error is not None:
-                result = metrics.GOROUTINE_ERROR
-                return Status.as_error(error, self._plugin_name)
-            self._clear_lower_priority_nominations(candidate, preemptor)
-            return None
-        finally:
-            metrics.preemption_execution_duration.labels(PREEMPTOR_TYPE, result).observe(
-                time.perf_counter() - start
-            )
-
     # --- asynchronous -----------------------------------------------------------------------
-
-    def _start_async(self, candidate: Candidate, preemptor: Pod) -> None:
-        victims = [v for v in candidate.victims if v.deletion_timestamp is None]
-        with self._lock:
-            self._preempting.add(preemptor.uid)
-        assert self._jobs is not None
-        self._jobs.submit(self._run_async, candidate, preemptor, victims)
 
     def _run_async(self, candidate: Candidate, preemptor: Pod, victims: list[Pod]) -> None:
         start = time.perf_counter()
@@ -268,10 +281,19 @@ class Executor:
                 if err.not_found or err.conflict:
                     raise VictimGone() from err
                 raise
+            self._remember_evicted(victim)
             log.info("preemptor pod preempted victim pod", pod=preemptor.key, victim=victim.key)
         self._handle.event_recorder.eventf(
             victim, preemptor, "Normal", "Preempted", "Preempting", message
         )
+
+    def _remember_evicted(self, victim: Pod) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._evicted[victim.uid] = now
+            if len(self._evicted) > EVICTED_MEMORY_SIZE:
+                cutoff = now - EVICTED_MEMORY_SECONDS
+                self._evicted = {uid: t for uid, t in self._evicted.items() if t >= cutoff}
 
     def _clear_lower_priority_nominations(self, candidate: Candidate, preemptor: Pod) -> None:
         """Lower-priority pods nominated to the node may no longer fit there: let them retry."""

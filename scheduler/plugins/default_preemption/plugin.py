@@ -101,7 +101,9 @@ class DefaultPreemption:
         info = self._handle.snapshot().get(nominated)
         if info is not None:
             for other in info.pods:
-                if other.priority < pod.priority and pod_terminating_by_preemption(other):
+                if other.priority < pod.priority and (
+                    pod_terminating_by_preemption(other) or self.executor.evicted_recently(other)
+                ):
                     return False, "not eligible due to a terminating pod on the nominated node."
         return True, ""
 

@@ -170,3 +170,40 @@ def test_never_policy_pods_do_not_preempt(h: Harness) -> None:
     event = next(e for e in h.recorder.events if e[1] == "FailedScheduling")
     assert event[2].endswith("preemption: not eligible due to preemptionPolicy=Never.")
     assert h.queue.nominated_pods_for_node("n") == []
+
+
+def test_a_retry_right_after_preempting_does_not_evict_again(h: Harness) -> None:
+    """The informer has not shown the victim terminating yet; the scheduler remembers."""
+    _, preemptor = setup_full_node(h)
+    successes = goroutines("success")
+    h.schedule_next()
+    poll(lambda: goroutines("success") == successes + 1, "the preemption thread")
+    h.queue.activate([preemptor])
+    h.schedule_next()
+    assert h.api.deletes == ["default/victim"]
+    events = [e for e in h.recorder.events if e[1] == "FailedScheduling"]
+    assert events[-1][2].endswith(
+        "preemption: not eligible due to a terminating pod on the nominated node."
+    )
+
+
+def test_victims_already_terminating_need_no_thread(h: Harness) -> None:
+    """As kube-scheduler: nothing to delete, so the failure handler nominates the pod and
+    lower-priority nominations on the node stay."""
+    h.add_node(make_node("n", cpu="2"))
+    leaving = make_pod(
+        "leaving", node_name="n", priority=0, cpu="2", deletion_timestamp="2026-01-01T00:01:00Z"
+    )
+    h.add_assigned_pod(leaving)
+    lower = make_pod("lower", priority=5, cpu="1", nominated_node_name="n")
+    h.pods[lower.key] = lower
+    h.queue.add_nominated_pod(lower, "n")
+    preemptor = make_pod("preemptor", priority=10, cpu="2")
+    h.add_pod(preemptor)
+    started = goroutines("success") + goroutines("error")
+    h.schedule_next()
+    poll(lambda: len(patches_for(h, preemptor.key)) == 1, "the PodScheduled patch")
+    assert patches_for(h, preemptor.key)[0]["nominatedNodeName"] == "n"
+    assert goroutines("success") + goroutines("error") == started
+    assert h.api.deletes == []
+    assert patches_for(h, lower.key) == []
