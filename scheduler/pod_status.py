@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler.api.conditions import condition_update
 from scheduler.api.objects import Pod
-from scheduler.api.parse import format_time
 from scheduler.framework.types import NominatingInfo, NominatingMode
 
 
@@ -19,22 +19,9 @@ def pod_scheduled_condition_patch(
 ) -> dict[str, Any] | None:
     """A strategic merge patch for pods/status, or None when the status already says this."""
     status: dict[str, Any] = {}
-    current = pod.condition("PodScheduled")
-    if (
-        current is None
-        or current.status != "False"
-        or current.reason != reason
-        or current.message != message
-    ):
-        condition: dict[str, Any] = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": reason,
-            "message": message,
-            "lastProbeTime": None,
-        }
-        if current is None or current.status != "False":
-            condition["lastTransitionTime"] = format_time(now)
+    condition = condition_update(pod, "PodScheduled", "False", reason, message, now)
+    if condition is not None:
+        condition["lastProbeTime"] = None
         status["conditions"] = [condition]
     if (
         nominating is not None

@@ -121,6 +121,24 @@ class FrameworkServices:
     pod_lookup: Callable[[str], Pod | None] = lambda _key: None
 
 
+def _run_filter_plugin(pl: Any, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+    """One Filter plugin on one node: None when it passes, else its rejection tagged with the
+    plugin, or an Error naming the plugin (also for an exception it raised)."""
+    status: Status | None
+    try:
+        status = pl.filter(state, pod, node_info)
+    except Exception as err:
+        status = Status.as_error(err)
+    if status is None or status.code == Code.SUCCESS:
+        return None
+    if not status.is_rejected():
+        status = Status(
+            Code.ERROR, f"running {pl.name!r} filter plugin: {status.message()}", error=status.error
+        )
+    status.plugin = pl.name
+    return status
+
+
 def _code_label(status: Status | None) -> str:
     return "Success" if status is None else status.code.label()
 
@@ -455,21 +473,10 @@ class Framework:
             if pl.name in skip:
                 continue
             t0 = time.perf_counter() if record else 0.0
-            status: Status | None
-            try:
-                status = pl.filter(state, pod, node_info)
-            except Exception as err:
-                status = Status.as_error(err)
+            status = _run_filter_plugin(pl, state, pod, node_info)
             if record:
                 self._observe_plugin(FILTER, pl.name, status, t0)
-            if status is not None and status.code != Code.SUCCESS:
-                if not status.is_rejected():
-                    status = Status(
-                        Code.ERROR,
-                        f"running {pl.name!r} filter plugin: {status.message()}",
-                        error=status.error,
-                    )
-                status.plugin = pl.name
+            if status is not None:
                 return status
         return None
 
@@ -541,19 +548,8 @@ class Framework:
         for pl, column in columns:
             if column is not None and column[row]:
                 continue
-            status: Status | None
-            try:
-                status = pl.filter(state, pod, node_info)
-            except Exception as err:
-                status = Status.as_error(err)
-            if status is not None and status.code != Code.SUCCESS:
-                if not status.is_rejected():
-                    status = Status(
-                        Code.ERROR,
-                        f"running {pl.name!r} filter plugin: {status.message()}",
-                        error=status.error,
-                    )
-                status.plugin = pl.name
+            status = _run_filter_plugin(pl, state, pod, node_info)
+            if status is not None:
                 return status
         return None
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from scheduler.api.objects import Node, Pod
@@ -251,9 +251,6 @@ class NodeToStatus:
 
     def items(self) -> Iterator[tuple[str, Status]]:
         return iter(self._map.items())
-
-    def nodes_for_code(self, code: Code, all_nodes: Iterable[str]) -> list[str]:
-        return [name for name in all_nodes if self.get(name).code == code]
 
 
 @dataclass(slots=True)

@@ -158,9 +158,9 @@ class Evaluator:
         node_to_status: NodeToStatus,
         all_nodes: list[NodeInfo],
     ) -> DryRunResult:
-        names = [info.name for info in all_nodes]
-        by_name = {info.name: info for info in all_nodes}
-        potential = [by_name[n] for n in node_to_status.nodes_for_code(Code.UNSCHEDULABLE, names)]
+        potential = [
+            info for info in all_nodes if node_to_status.get(info.name).code == Code.UNSCHEDULABLE
+        ]
         if not potential:
             log.debug("preemption will not help schedule pod on any node", pod=pod.key)
             return DryRunResult([], NodeToStatus(), [])

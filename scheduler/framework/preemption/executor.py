@@ -21,9 +21,9 @@ from typing import Any
 import structlog
 
 from scheduler import metrics
+from scheduler.api.conditions import condition_update
 from scheduler.api.errors import ApiError
 from scheduler.api.objects import Pod
-from scheduler.api.parse import format_time
 from scheduler.framework.interface import Handle
 from scheduler.framework.preemption.victims import (
     DISRUPTION_TARGET,
@@ -56,23 +56,10 @@ class _LastVictim:
 def disruption_target_patch(victim: Pod, scheduler_name: str, now: float) -> dict[str, Any] | None:
     """The status patch adding the DisruptionTarget condition, or None if the pod has it."""
     message = f"{scheduler_name}: preempting to accommodate a higher priority pod"
-    current = victim.condition(DISRUPTION_TARGET)
-    if (
-        current is not None
-        and current.status == "True"
-        and current.reason == REASON_PREEMPTION_BY_SCHEDULER
-        and current.message == message
-    ):
-        return None
-    condition: dict[str, Any] = {
-        "type": DISRUPTION_TARGET,
-        "status": "True",
-        "reason": REASON_PREEMPTION_BY_SCHEDULER,
-        "message": message,
-    }
-    if current is None or current.status != "True":
-        condition["lastTransitionTime"] = format_time(now)
-    return {"status": {"conditions": [condition]}}
+    condition = condition_update(
+        victim, DISRUPTION_TARGET, "True", REASON_PREEMPTION_BY_SCHEDULER, message, now
+    )
+    return None if condition is None else {"status": {"conditions": [condition]}}
 
 
 class Executor:
@@ -229,11 +216,9 @@ class Executor:
         self._handle.nominator.delete_nominated_pod_if_exists(preemptor)
         try:
             self._handle.api.patch_pod_status(preemptor, {"status": {"nominatedNodeName": None}})
-        except ApiError as err:
-            if not err.not_found:
-                log.error("could not revert nominatedNodeName", pod=preemptor.key, error=str(err))
         except Exception as err:
-            log.error("could not revert nominatedNodeName", pod=preemptor.key, error=str(err))
+            if not (isinstance(err, ApiError) and err.not_found):  # a gone pod needs no revert
+                log.error("could not revert nominatedNodeName", pod=preemptor.key, error=str(err))
 
     # --- shared -----------------------------------------------------------------------------
 
