@@ -4,7 +4,7 @@ A scenario gets an :class:`Env` (its own namespace, its own kwok nodes labelled 
 unique to the run, the schedulerName under test, PriorityClass names by value) and drives one
 situation step by step. Every step waits on what a watch of the namespace has seen
 (:class:`Recorder`), never on a sleep. It returns a :data:`Record`: who was nominated where,
-which pods were preempted, where every pod ended up, the first "unschedulable" message of each
+which pods were preempted, where every pod ended up, the first FailedScheduling message of each
 pending pod and a few ordering facts. Records only use logical names (``node1``,
 ``<scheduler>``, ``<uid:c>``) so that kube-scheduler's and kube-pysched's compare equal.
 
@@ -434,6 +434,32 @@ class Env:
             self.recorder.wait(check, "Preempted events", timeout)
         return {v: sorted(found.get(v, []), key=repr) for v in victims}
 
+    def first_failed_scheduling(self, pods: Sequence[str], timeout: float = 30.0) -> dict[str, str]:
+        """The note of each pod's first FailedScheduling event.
+
+        Events, not the PodScheduled condition: both schedulers coalesce status patches that
+        wait in their API dispatcher, so a quick retry can replace the first attempt's
+        condition before it is written, while every attempt's event is recorded.
+        """
+        events_api = k8s.EventsV1Api(self.api)
+        first: dict[str, tuple[Any, str]] = {}
+
+        def check() -> bool | str:
+            first.clear()
+            for e in events_api.list_namespaced_event(self.namespace).items:
+                if e.reason != "FailedScheduling" or e.regarding is None:
+                    continue
+                when = e.event_time or e.metadata.creation_timestamp
+                name = e.regarding.name
+                if name not in first or when < first[name][0]:
+                    first[name] = (when, e.note or "")
+            missing = [p for p in pods if p not in first]
+            return not missing or f"no FailedScheduling event for {missing}"
+
+        if pods:
+            self.recorder.wait(check, "FailedScheduling events", timeout)
+        return {p: first[p][1] for p in pods}
+
     def record(self, pods: Sequence[str], **facts: Any) -> Record:
         rec = self.recorder
         victims = sorted(p for p in pods if rec.first(p, lambda s: s.disruption is not None))
@@ -443,11 +469,11 @@ class Env:
             placements[p] = (
                 "deleted" if last is None or last.type == "DELETED" else self.logical(last.node)
             )
-        first_messages = {}
-        for p in pods:
-            snap = rec.first(p, lambda s: s.unschedulable is not None)
-            if snap is not None:
-                first_messages[p] = self.canonical_message(snap.unschedulable or "")
+        unschedulable = [p for p in pods if rec.first(p, lambda s: s.unschedulable is not None)]
+        first_messages = {
+            p: self.canonical_message(note)
+            for p, note in self.first_failed_scheduling(unschedulable).items()
+        }
         disruption = {}
         for v in victims:
             snap = rec.first(v, lambda s: s.disruption is not None)
