@@ -8,12 +8,20 @@ not support yet must be reported as such for kube-pysched, not fail.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from e2e.bench.__main__ import run_workloads
-from e2e.bench.measure import PodTimes, summarize, throughput_samples
+from e2e.bench.measure import (
+    CpuSnapshot,
+    PodTimes,
+    cpu_breakdown,
+    cpu_snapshot,
+    summarize,
+    throughput_samples,
+)
 from e2e.bench.report import COLUMNS, table
 from e2e.bench.schedulers import KUBE_PYSCHED, KUBE_SCHEDULER, SCHEDULERS, unsupported_reason
 from e2e.bench.workload import load_workloads, ordered_names
@@ -54,6 +62,9 @@ def test_every_supported_workload_binds_every_measured_pod_with_both_schedulers(
         assert saved["figures"] == figures
         assert saved["machine"]["versions"]["kubernetes"].startswith("v1.")
         assert saved["machine"]["cpus"] >= 1
+        used = figures["cpu_seconds_by_process"]
+        assert used.keys() >= {"kube-apiserver", "etcd", record["scheduler"], "bench harness"}
+        assert used["kube-apiserver"] > 0 and figures["machine_busy_cores"] > 0
     rendered = table(records)
     assert rendered.count("ratio py/ks") == len(SUPPORTED)
 
@@ -117,3 +128,18 @@ def test_throughput_samples_follow_scheduler_perf_ticks() -> None:
     bound = [0.5, 0.6, 1.5, 3.2, 3.3, 3.4, 3.9]
     assert throughput_samples(bound, start=0.0) == [1.0, 2.0, 2.0]
     assert throughput_samples([], start=0.0) == []
+
+
+def test_cpu_breakdown_names_who_used_the_machine_over_the_window() -> None:
+    before = CpuSnapshot(at=100.0, machine_busy_seconds=50.0, by_process={"a": 10.0, "b": 1.0})
+    after = CpuSnapshot(at=104.0, machine_busy_seconds=57.0, by_process={"a": 14.0, "c": 9.0})
+    assert cpu_breakdown(before, after) == {
+        "window_seconds": 4.0,
+        "machine_busy_cores": 1.75,
+        "cpu_seconds_by_process": {"a": 4.0, "other": 3.0},  # b exited, c started mid-window
+    }
+
+
+def test_cpu_snapshot_reads_this_process_and_skips_one_that_is_gone() -> None:
+    snap = cpu_snapshot({"me": os.getpid(), "gone": 2**22 + 1})
+    assert set(snap.by_process) == {"me"} and snap.machine_busy_seconds > 0

@@ -11,7 +11,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,6 +146,51 @@ def process_usage(pid: int) -> ProcessUsage:
             if line.startswith("VmHWM:"):
                 peak = int(line.split()[1]) * 1024
     return ProcessUsage(cpu, peak)
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    """CPU seconds used so far by the whole machine and by named processes, at one moment."""
+
+    at: float
+    machine_busy_seconds: float
+    by_process: dict[str, float]
+
+
+def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
+    """Reads /proc/stat (all CPUs, busy = not idle or iowait) and each named process's CPU."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    busy = (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    by_process: dict[str, float] = {}
+    for name, pid in pids.items():
+        try:
+            by_process[name] = process_usage(pid).cpu_seconds
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return CpuSnapshot(time.monotonic(), busy, by_process)
+
+
+def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
+    """Who used the machine's CPUs over a window: to read what bounds throughput.
+
+    `machine_busy_cores` near the core count means the machine itself is the limit;
+    `cpu_seconds_by_process` says which process took it (`other` is everything unnamed).
+    """
+    wall = after.at - before.at
+    used = {
+        name: round(after.by_process[name] - before.by_process[name], 2)
+        for name in after.by_process
+        if name in before.by_process
+    }
+    busy = after.machine_busy_seconds - before.machine_busy_seconds
+    used["other"] = round(max(0.0, busy - sum(used.values())), 2)
+    return {
+        "window_seconds": round(wall, 2),
+        "machine_busy_cores": round(busy / wall, 2) if wall > 0 else 0.0,
+        "cpu_seconds_by_process": used,
+    }
 
 
 def throughput_samples(bound_times: Sequence[float], start: float) -> list[float]:

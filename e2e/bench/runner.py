@@ -9,6 +9,7 @@ started after them and must bind a warm-up pod before measuring begins (its cach
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
@@ -21,7 +22,13 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from e2e.bench.measure import PodWatcher, process_usage, summarize
+from e2e.bench.measure import (
+    PodWatcher,
+    cpu_breakdown,
+    cpu_snapshot,
+    process_usage,
+    summarize,
+)
 from e2e.bench.rest import CreateError, RestClient
 from e2e.bench.schedulers import running_scheduler, scheduler_config
 from e2e.bench.workload import PRIORITY_CLASSES, NodeTemplate, PodTemplate, Size, Workload
@@ -195,9 +202,10 @@ class Run:
                     )
                 self.scheduler_log = sched.log_path
                 with self._phase("measure"):
-                    usage_before = process_usage(sched.pid)
+                    pids = self._pids(sched.pid)
+                    usage_before, cpu_before = process_usage(sched.pid), cpu_snapshot(pids)
                     self._wait_bound(watcher, set(names))
-                    usage_after = process_usage(sched.pid)
+                    usage_after, cpu_after = process_usage(sched.pid), cpu_snapshot(pids)
                 stopping = time.monotonic()
             self.phases["scheduler_stop"] = round(time.monotonic() - stopping, 1)
             self.profile_path = sched.profile_path
@@ -219,9 +227,14 @@ class Run:
                 "peak_rss_mib": round(usage_after.peak_rss_bytes / 2**20, 1),
                 "create_rate": 0.0,
                 "setup_seconds": self.phases["setup"],
+                **cpu_breakdown(cpu_before, cpu_after),
             }
         )
         return figures
+
+    def _pids(self, scheduler_pid: int) -> dict[str, int]:
+        """The processes whose CPU the record breaks down: control plane, scheduler, harness."""
+        return {**self.cp.pids, self.which: scheduler_pid, "bench harness": os.getpid()}
 
     def _profile_stem(self) -> Path:
         return self.workdir / f"profile-{self.workload.name}-{self.size.name}-{self.run_id}"
@@ -250,12 +263,13 @@ class Run:
             # so even a sub-second small run meets them (scheduler_perf starts them first too).
             if not self._lead_in.wait(60):
                 raise TimeoutError("background or churn did not start")
-            usage_before = process_usage(pid)
+            pids = self._pids(pid)
+            usage_before, cpu_before = process_usage(pid), cpu_snapshot(pids)
             start = time.monotonic()
             parallel(lambda name: self.create_pod(self.workload.measured.manifest(name)), names)
             created_seconds = time.monotonic() - start
             self._wait_bound(watcher, set(names))
-            usage_after = process_usage(pid)
+            usage_after, cpu_after = process_usage(pid), cpu_snapshot(pids)
         finally:
             stop.set()
             for thread in helpers:
@@ -271,6 +285,7 @@ class Run:
                 "cpu_ms_per_pod": round(1000 * cpu / bound, 2) if bound else 0.0,
                 "peak_rss_mib": round(usage_after.peak_rss_bytes / 2**20, 1),
                 "create_rate": round(len(names) / created_seconds, 1) if created_seconds else 0.0,
+                **cpu_breakdown(cpu_before, cpu_after),
             }
         )
         return figures
