@@ -123,6 +123,8 @@ class Scheduler:
         if self._thread is not None:
             self._thread.join(timeout)
         self._binding_pool.shutdown(wait=True, cancel_futures=False)
+        for fwk in self.profiles.values():
+            fwk.close()
         self.dispatcher.close(timeout)
 
     # --- one cycle --------------------------------------------------------------------------

@@ -6,10 +6,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
+from scheduler.framework.registry import PluginSpec, Registry
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo
 from scheduler.schedule_one import SchedulingAlgorithm, num_feasible_nodes_to_find
 from tests.builders import make_node, make_pod
-from tests.core_harness import Harness, profile_spec
+from tests.core_harness import PROFILE, Harness, profile_spec, registry
 
 
 @pytest.fixture
@@ -143,3 +148,35 @@ def test_adaptive_number_of_nodes_to_find(percentage: int, nodes: int, expected:
     # kube-scheduler: below 100 nodes all; else max(100, nodes * p / 100) with
     # p = max(50 - nodes/125, 5) when unset. 1000 nodes -> 50 - 8 = 42% -> 420.
     assert num_feasible_nodes_to_find(percentage, nodes) == expected
+
+
+class ClosablePlugin:
+    """A Filter plugin that holds a resource; `broken` makes its close fail."""
+
+    def __init__(self, name: str, closed: list[str], *, broken: bool = False) -> None:
+        self.name = name
+        self._closed = closed
+        self._broken = broken
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return None
+
+    def close(self) -> None:
+        if self._broken:
+            raise RuntimeError("cannot close")
+        self._closed.append(self.name)
+
+
+def test_stopping_the_scheduler_closes_every_plugin_even_after_one_fails() -> None:
+    closed: list[str] = []
+    plugins = dict(registry())
+    plugins["Broken"] = PluginSpec(lambda args, h: ClosablePlugin("Broken", closed, broken=True))
+    plugins["Holder"] = PluginSpec(lambda args, h: ClosablePlugin("Holder", closed))
+    spec = profile_spec()
+    enabled = (*spec.plugin_set("multiPoint").enabled, PluginRef("Broken"), PluginRef("Holder"))
+    spec = ProfileSpec(PROFILE, plugins={"multiPoint": PluginSetSpec(enabled=enabled)})
+    harness = Harness(spec, plugins=Registry(plugins))
+
+    harness.close()
+
+    assert closed == ["Holder"]

@@ -330,6 +330,18 @@ class Framework:
         waiting.reject("", "removed")
         return True
 
+    def close(self) -> None:
+        """Lets plugins that hold resources (threads, connections) release them, as
+        kube-scheduler closes each plugin implementing io.Closer when the scheduler stops."""
+        for name, plugin in self.plugins.items():
+            close = getattr(plugin, "close", None)
+            if not callable(close):
+                continue
+            try:
+                close()
+            except Exception:  # one plugin's failure must not keep the others open
+                log.exception("closing plugin failed", plugin=name, profile=self.profile_name)
+
     # --- queue integration ------------------------------------------------------------------
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:

@@ -138,9 +138,10 @@ class Executor:
         return victim is not None and victim.deletion_timestamp is None
 
     def close(self) -> None:
+        """Drops preemptions not started yet; started ones finish their victims' calls."""
         if self._jobs is not None:
             self._jobs.shutdown(wait=False, cancel_futures=True)
-        self._victim_calls.shutdown(wait=False, cancel_futures=True)
+        self._victim_calls.shutdown(wait=False)
 
     # --- asynchronous -----------------------------------------------------------------------
 

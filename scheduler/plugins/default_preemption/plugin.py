@@ -64,6 +64,10 @@ class DefaultPreemption:
             return result, Status(status.code, f"preemption: {message}", error=status.error)
         return result, status
 
+    def close(self) -> None:
+        """Stops taking preemption jobs; running ones finish their API calls."""
+        self.executor.close()
+
     def pre_enqueue(self, pod: Pod) -> Status | None:
         if self.async_enabled and self.executor.is_pod_running_preemption(pod.uid):
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING_FOR_PREEMPTION)
