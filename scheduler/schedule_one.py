@@ -159,6 +159,7 @@ class SchedulingAlgorithm:
         try:
             mask, per_node, columns = fwk.filter_batch_masks(state, pod, table)
             nominated_rows = self._rows_with_nominated_pods(fwk, pod)
+            nominated_statuses: dict[int, Status | None] = {}
             feasible: list[NodeInfo] = []
             if not per_node and not nominated_rows:
                 # Feasible rows in round-robin order from `start`, without building the order.
@@ -177,14 +178,17 @@ class SchedulingAlgorithm:
                 order = _round_robin(n, start)
                 for position, row in enumerate(order.tolist()):
                     info = infos[row]
-                    if row in nominated_rows:
+                    if not mask[row]:
+                        # Rejected without nominated pods, so the two-pass check's second pass
+                        # rejects it too; its exact reason is only needed by the diagnosis.
+                        ok = False
+                    elif row in nominated_rows:
                         s = fwk.run_filter_plugins_with_nominated_pods(state, pod, info)
                         if s is not None and s.code == Code.ERROR:
                             status = s
                             raise SchedulingError(s)
+                        nominated_statuses[row] = s
                         ok = s is None
-                    elif not mask[row]:
-                        ok = False
                     elif per_node:
                         s = fwk.run_filter_plugins_subset(per_node, state, pod, info)
                         if s is not None and s.code == Code.ERROR:
@@ -200,8 +204,9 @@ class SchedulingAlgorithm:
                             break
             self.next_start_node_index = (start + processed) % n
             if not feasible:
+                order = _round_robin(n, start)
                 self._diagnose_all(
-                    fwk, state, pod, diagnosis, _round_robin(n, start), columns, nominated_rows
+                    fwk, state, pod, diagnosis, order, columns, nominated_rows, nominated_statuses
                 )
             return feasible
         finally:
@@ -228,24 +233,38 @@ class SchedulingAlgorithm:
         order: npt.NDArray[np.intp],
         columns: list[tuple[Any, BoolColumn | None]],
         nominated_rows: set[int],
+        nominated_statuses: dict[int, Status | None],
     ) -> None:
         """The pod fits nowhere: record each node's exact rejection, as the per-node path would.
 
-        Nodes with nominated pods take the two-pass path; elsewhere the batch columns say which
-        plugin rejects first, so only that plugin runs to give its reason."""
+        Nodes with nominated pods take the two-pass path (once: the filter pass's statuses are
+        reused); elsewhere the batch columns say which plugin rejects first, and that plugin
+        gives the reasons of all its rows at once where it can (`first_rejections`)."""
         infos = self.snapshot.node_info_list
+        plain = (
+            order[[row not in nominated_rows for row in order.tolist()]]
+            if nominated_rows
+            else order
+        )
+        plain_statuses = fwk.first_rejections(columns, state, pod, self.snapshot.table, plain)
+        by_row = dict(zip(plain.tolist(), plain_statuses, strict=True))
+        seen: set[int] = set()  # statuses are shared between nodes: count each plugin once
         for row in order.tolist():
             info = infos[row]
-            if row in nominated_rows:
-                s = fwk.run_filter_plugins_with_nominated_pods(state, pod, info)
+            if row in by_row:
+                s = by_row[row]
+            elif row in nominated_statuses:
+                s = nominated_statuses[row]
             else:
-                s = fwk.first_rejection(columns, state, pod, info, row)
+                s = fwk.run_filter_plugins_with_nominated_pods(state, pod, info)
             if s is None:
                 continue  # can only happen if the cluster changed under us; ignore
             if s.code == Code.ERROR:
                 raise SchedulingError(s)
             diagnosis.node_to_status.set(info.name, s)
-            _add_plugin_status(diagnosis, s)
+            if id(s) not in seen:
+                seen.add(id(s))
+                _add_plugin_status(diagnosis, s)
 
     def _filter_node_list(
         self,

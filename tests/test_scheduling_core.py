@@ -180,3 +180,52 @@ def test_stopping_the_scheduler_closes_every_plugin_even_after_one_fails() -> No
     harness.close()
 
     assert closed == ["Holder"]
+
+
+def test_nodes_with_nominated_pods_are_checked_once_per_cycle_with_the_exact_reasons() -> None:
+    h = Harness()
+    try:
+        for i in range(6):
+            h.add_node(make_node(f"n{i}", cpu="4" if i < 3 else "1"))
+        for i in range(3):  # higher-priority pods nominated to n0..n2 take 3 of their 4 cpus
+            nominated = make_pod(f"nom{i}", cpu="3", priority=100)
+            h.pods[nominated.key] = nominated
+            h.queue.nominator.add_nominated_pod(nominated, f"n{i}")
+        h.cache.update_snapshot(h.snapshot)
+        algorithm = SchedulingAlgorithm(h.snapshot)
+        two_pass = h.fwk.run_filter_plugins_with_nominated_pods
+        checked: list[str] = []
+
+        def counting(state: CycleState, pod: Pod, info: NodeInfo) -> Status | None:
+            checked.append(info.name)
+            return two_pass(state, pod, info)
+
+        h.fwk.run_filter_plugins_with_nominated_pods = counting  # type: ignore[method-assign]
+        # Fits n0..n2 alone but not beside their nominated pods; n3..n5 are too small.
+        pod = make_pod("p", cpu="2", priority=10)
+        feasible, diagnosis = algorithm.find_nodes_that_fit_pod(h.fwk, CycleState(), pod)
+
+        assert feasible == []
+        assert sorted(checked) == ["n0", "n1", "n2"]  # once each: the diagnosis reuses them
+        expected = {
+            info.name: two_pass(CycleState(), pod, info) for info in h.snapshot.node_info_list
+        }
+        got = {name: diagnosis.node_to_status.get(name) for name in expected}
+        assert {n: (s.code, s.message()) for n, s in got.items()} == {
+            n: (s.code, s.message()) for n, s in expected.items() if s is not None
+        }
+        # Too big for any node even alone: nominated nodes are skipped by the filter and
+        # checked once, by the diagnosis.
+        checked.clear()
+        feasible, diagnosis = algorithm.find_nodes_that_fit_pod(
+            h.fwk, CycleState(), make_pod("q", cpu="5", priority=10)
+        )
+        assert feasible == [] and sorted(checked) == ["n0", "n1", "n2"]
+        assert len(diagnosis.node_to_status) == 6
+        # A pod of higher priority than the nominated ones ignores them and fits n0..n2.
+        feasible, _ = algorithm.find_nodes_that_fit_pod(
+            h.fwk, CycleState(), make_pod("r", cpu="2", priority=1000)
+        )
+        assert sorted(info.name for info in feasible) == ["n0", "n1", "n2"]
+    finally:
+        h.close()

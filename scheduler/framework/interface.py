@@ -94,6 +94,16 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
 
 
 @runtime_checkable
+class BatchFilterStatusesPlugin(BatchFilterPlugin, Protocol):
+    def filter_batch_statuses(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
+    ) -> list[Status | None] | None:
+        """What `filter` returns for each of `rows` (rows its column rejects), for the
+        diagnosis of a pod that fits nowhere; None to fall back to `filter` per node."""
+        ...
+
+
+@runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, pod: Pod, node_to_status: NodeToStatus

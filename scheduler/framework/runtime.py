@@ -565,6 +565,47 @@ class Framework:
                 return status
         return None
 
+    def first_rejections(
+        self,
+        columns: Sequence[tuple[Any, BoolColumn | None]],
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rows: npt.NDArray[np.intp],
+    ) -> list[Status | None]:
+        """`first_rejection` for many rows: rows whose first failing column is a plugin with
+        `filter_batch_statuses` get their statuses in one call; the rest go node by node."""
+        result: list[Status | None] = [None] * len(rows)
+        undecided = np.arange(len(rows))
+        by_node: list[int] = []
+        for pl, column in columns:
+            if not len(undecided):
+                break
+            if column is None:  # may reject any of them: only per node, in plugin order
+                by_node.extend(undecided.tolist())
+                break
+            failing = ~column[rows[undecided]]
+            if not failing.any():
+                continue
+            positions = undecided[failing]
+            undecided = undecided[~failing]
+            batch = getattr(pl, "filter_batch_statuses", None)
+            statuses = batch(state, pod, table, rows[positions]) if callable(batch) else None
+            if statuses is None:
+                by_node.extend(positions.tolist())
+                continue
+            for position, status in zip(positions.tolist(), statuses, strict=True):
+                if status is None:  # the column and the reasons disagree: ask the node
+                    by_node.append(position)
+                else:
+                    status.plugin = pl.name
+                    result[position] = status
+        infos = table.infos
+        for position in by_node:
+            row = int(rows[position])
+            result[position] = self.first_rejection(columns, state, pod, infos[row], row)
+        return result
+
     def run_filter_plugins_subset(
         self, plugins: Sequence[Any], state: CycleState, pod: Pod, node_info: NodeInfo
     ) -> Status | None:

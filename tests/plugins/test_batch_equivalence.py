@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
 
+from scheduler.api.objects import Pod
+from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.registry import PluginSpec
 from scheduler.plugins import (
@@ -64,6 +67,20 @@ def test_filter_batch_equals_per_node_filter(seed: int, module: object) -> None:
         batch = plugin.filter_batch(state, pod, snap.table)
         per_node = [plugin.filter(state, pod, info) is None for info in snap.node_info_list]
         assert batch.tolist() == per_node, pod.name
+        if hasattr(plugin, "filter_batch_statuses"):
+            assert_statuses_match_filter(plugin, state, pod, snap, ~batch)
+
+
+def assert_statuses_match_filter(
+    plugin: Any, state: CycleState, pod: Pod, snap: Snapshot, rejected: Any
+) -> None:
+    """filter_batch_statuses gives, for the rows the column rejects, what filter gives."""
+    rows = np.flatnonzero(rejected)[::-1].copy()  # any order, not only ascending
+    statuses = plugin.filter_batch_statuses(state, pod, snap.table, rows)
+    expected = [plugin.filter(state, pod, snap.node_info_list[int(r)]) for r in rows]
+    assert [(s.code, s.reasons) for s in statuses] == [(s.code, s.reasons) for s in expected], (
+        pod.name
+    )
 
 
 @pytest.mark.parametrize("seed", range(6))

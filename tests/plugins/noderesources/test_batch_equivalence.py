@@ -13,6 +13,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code
 from tests.builders import make_node, make_pod
 from tests.plugins.noderesources.helpers import build_balanced, build_fit, cluster
+from tests.plugins.test_batch_equivalence import assert_statuses_match_filter
 
 GPU = "example.com/gpu"
 FPGA = "vendor.io/fpga"
@@ -156,6 +157,7 @@ def test_fit_batch_forms_match_per_node(seed: int, args: dict[str, Any] | None) 
         assert mask is not None
         expected = [plugin.filter(state, pod, info) is None for info in infos]
         assert mask.tolist() == expected
+        assert_statuses_match_filter(plugin, state, pod, snap, ~mask)
 
         assert plugin.pre_score(state, pod, infos) is None
         order = list(range(len(infos)))
