@@ -22,7 +22,7 @@ from e2e.bench.measure import (
     summarize,
     throughput_samples,
 )
-from e2e.bench.report import COLUMNS, table
+from e2e.bench.report import COLUMNS, markdown_cpu_table, table
 from e2e.bench.schedulers import KUBE_PYSCHED, KUBE_SCHEDULER, SCHEDULERS, unsupported_reason
 from e2e.bench.workload import load_workloads, ordered_names
 from e2e.cluster import ControlPlane
@@ -143,3 +143,25 @@ def test_cpu_breakdown_names_who_used_the_machine_over_the_window() -> None:
 def test_cpu_snapshot_reads_this_process_and_skips_one_that_is_gone() -> None:
     snap = cpu_snapshot({"me": os.getpid(), "gone": 2**22 + 1})
     assert set(snap.by_process) == {"me"} and snap.machine_busy_seconds > 0
+
+
+def test_cpu_table_lists_runs_that_recorded_the_breakdown() -> None:
+    used = {"kube-pysched": 4.0, "kube-apiserver": 12.0, "etcd": 2.0, "other": 0.5}
+    recorded = {
+        "workload": "W",
+        "size": "5000",
+        "scheduler": "kube-pysched",
+        "figures": {
+            "machine_busy_cores": 1.99,
+            "cpu_seconds_by_process": used,
+            "window_seconds": 10.0,
+        },
+    }
+    older = {"workload": "W", "size": "1000", "scheduler": "kube-pysched", "figures": {}}
+    rows = markdown_cpu_table([recorded, older]).splitlines()
+    assert len(rows) == 3
+    assert (
+        rows[2]
+        == "| W | 5000 | kube-pysched | 1.99 | 4.0 | 12.0 | 2.0 | 0.0 | 0.0 | 0.0 | 0.5 | 10.0 |"
+    )
+    assert markdown_cpu_table([older]) == ""

@@ -167,6 +167,34 @@ def markdown_table(records: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+CPU_USERS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager", "bench harness")
+
+
+def markdown_cpu_table(records: Sequence[dict[str, Any]]) -> str:
+    """Who used the machine's CPUs while each run measured (runs that recorded it)."""
+    lines = [
+        "| workload | size | scheduler | busy cores | scheduler s | "
+        + " s | ".join(CPU_USERS)
+        + " s | other s | window s |",
+        "| --- | --- | --- | " + " | ".join("---:" for _ in range(len(CPU_USERS) + 4)) + " |",
+    ]
+    for r in records:
+        figures = r.get("figures", {})
+        used = figures.get("cpu_seconds_by_process")
+        if not used:
+            continue
+        cells = [
+            figures["machine_busy_cores"],
+            used.get(r["scheduler"], 0.0),
+            *(used.get(name, 0.0) for name in CPU_USERS),
+            used.get("other", 0.0),
+            figures["window_seconds"],
+        ]
+        row = " | ".join(str(c) for c in cells)
+        lines.append(f"| {r['workload']} | {r['size']} | {r['scheduler']} | {row} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def main(paths: Sequence[str]) -> int:
     """`python -m e2e.bench.report FILE.json...`: the tables again from saved runs."""
     records = [json.loads(Path(p).read_text()) for p in sorted(paths)]
@@ -174,6 +202,10 @@ def main(paths: Sequence[str]) -> int:
     print(table(records))
     print()
     print(markdown_table(records))
+    cpu = markdown_cpu_table(records)
+    if cpu:
+        print()
+        print(cpu)
     return 0
 
 
