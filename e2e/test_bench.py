@@ -22,7 +22,7 @@ from e2e.bench.measure import (
     summarize,
     throughput_samples,
 )
-from e2e.bench.report import COLUMNS, markdown_cpu_table, table
+from e2e.bench.report import COLUMNS, markdown_cpu_table, one_line, table
 from e2e.bench.schedulers import KUBE_PYSCHED, KUBE_SCHEDULER, SCHEDULERS, unsupported_reason
 from e2e.bench.workload import load_workloads, ordered_names
 from e2e.cluster import ControlPlane
@@ -165,3 +165,17 @@ def test_cpu_table_lists_runs_that_recorded_the_breakdown() -> None:
         == "| W | 5000 | kube-pysched | 1.99 | 4.0 | 12.0 | 2.0 | 0.0 | 0.0 | 0.0 | 0.5 | 10.0 |"
     )
     assert markdown_cpu_table([older]) == ""
+
+
+def test_a_failed_run_is_reported_with_its_reason_among_the_others() -> None:
+    failed = {
+        "workload": "W",
+        "size": "5000",
+        "scheduler": KUBE_PYSCHED,
+        "failed": "failed: NotReadyError: the run's nodes to be Ready not ready after 750s",
+    }
+    assert one_line(failed).endswith(
+        "failed: NotReadyError: the run's nodes to be Ready not ready after 750s"
+    )
+    rendered = table([failed])
+    assert "NotReadyError" in rendered and "ratio py/ks" not in rendered

@@ -14,6 +14,7 @@ import argparse
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,13 @@ def _run_one(
         backlog=backlog,
     )
     record["mode"] = "backlog" if backlog else "live"
-    record["figures"] = run.execute()
+    try:
+        record["figures"] = run.execute()
+    except Exception as err:  # one broken run must not lose the runs after it
+        traceback.print_exc()
+        record["failed"] = f"failed: {type(err).__name__}: {err}"
+        record["phases_seconds"] = run.phases
+        return record
     record["phases_seconds"] = run.phases
     record["run_id"] = run.run_id
     record["scheduler_log"] = str(run.scheduler_log)
@@ -161,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in records:
         if "profile" in r:
             print(f"profile of {r['workload']}: {r['profile']}")
-    return 0
+    failed = [r for r in records if "failed" in r]
+    return 1 if failed else 0
 
 
 def _size_order(name: str) -> tuple[int, str]:

@@ -89,11 +89,16 @@ def write_record(record: dict[str, Any], results_dir: Path) -> Path:
     return path
 
 
+def not_measured(record: dict[str, Any]) -> str:
+    """Why a run has no figures: an unsupported workload, or a run that failed."""
+    return str(record.get("skipped") or record.get("failed") or "no figures")
+
+
 def one_line(record: dict[str, Any]) -> str:
     """Progress line printed as each run ends."""
     head = f"{record['workload']:<26} {record['size']:>5} {record['scheduler']:<15}"
-    if "skipped" in record:
-        return f"{head} {record['skipped']}"
+    if "figures" not in record:
+        return f"{head} {not_measured(record)}"
     f = record["figures"]
     return (
         f"{head} {f['throughput_overall']:>7} pods/s  latency p99 {f['latency_p99_ms']} ms  "
@@ -120,7 +125,7 @@ def table(records: Sequence[dict[str, Any]]) -> str:
                 continue  # that scheduler was not asked for
             label = f"{workload:<{name_width}}{which:<15}"
             if "figures" not in r:
-                lines.append(f"{label}{r['skipped']}")
+                lines.append(f"{label}{not_measured(r)}")
                 continue
             lines.append(label + "".join(f"{r['figures'][k]:>11}" for k, _ in COLUMNS))
         ks, py = runs.get(KUBE_SCHEDULER), runs.get(KUBE_PYSCHED)
@@ -156,7 +161,7 @@ def markdown_table(records: Sequence[dict[str, Any]]) -> str:
                 continue
             if "figures" not in r:
                 blank = " | ".join("" for _ in COLUMNS[1:])
-                lines.append(f"| {workload} | {size} | {which} | {r['skipped']} | {blank} |")
+                lines.append(f"| {workload} | {size} | {which} | {not_measured(r)} | {blank} |")
                 continue
             cells = " | ".join(str(r["figures"][k]) for k, _ in COLUMNS)
             lines.append(f"| {workload} | {size} | {which} | {cells} |")

@@ -36,6 +36,7 @@ from e2e.cluster import ControlPlane, NotReadyError, wait_for
 
 CREATE_THREADS = 24
 CLEANUP_TIMEOUT = 600.0
+NODE_READY_SECONDS_EACH = 0.15
 LEAD_IN_ROUNDS = 3
 WARMUP = PodTemplate(requests={"cpu": "1m", "memory": "1Mi"})
 
@@ -334,7 +335,9 @@ class Run:
             n = sum(1 for node in nodes if _node_ready(node))
             return n >= count or f"{n}/{count} nodes Ready"
 
-        wait_for(ready, timeout=300, what="the run's nodes to be Ready", interval=1.0)
+        # kwok marks ~10-30 nodes Ready per second on two busy cores: 5000 nodes can take minutes.
+        timeout = max(300.0, NODE_READY_SECONDS_EACH * count)
+        wait_for(ready, timeout=timeout, what="the run's nodes to be Ready", interval=1.0)
 
     def create_init_pods(self) -> None:
         """Init pods placed round-robin over the nodes, as if scheduled before the run."""
