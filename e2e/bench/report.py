@@ -188,13 +188,10 @@ def markdown_cpu_table(records: Sequence[dict[str, Any]]) -> str:
         used = figures.get("cpu_seconds_by_process")
         if not used:
             continue
-        cells = [
-            figures["machine_busy_cores"],
-            used.get(r["scheduler"], 0.0),
-            *(used.get(name, 0.0) for name in CPU_USERS),
-            used.get("other", 0.0),
-            figures["window_seconds"],
-        ]
+        named = [used.get(r["scheduler"], 0.0), *(used.get(name, 0.0) for name in CPU_USERS)]
+        busy = figures["machine_busy_cores"] * figures["window_seconds"]
+        other = round(max(0.0, busy - sum(named)), 2)
+        cells = [figures["machine_busy_cores"], *named, other, figures["window_seconds"]]
         row = " | ".join(str(c) for c in cells)
         lines.append(f"| {r['workload']} | {r['size']} | {r['scheduler']} | {row} |")
     return "\n".join(lines) if len(lines) > 2 else ""

@@ -235,7 +235,8 @@ class Run:
 
     def _pids(self, scheduler_pid: int) -> dict[str, int]:
         """The processes whose CPU the record breaks down: control plane, scheduler, harness."""
-        return {**self.cp.pids, self.which: scheduler_pid, "bench harness": os.getpid()}
+        control_plane = {n: pid for n, pid in self.cp.pids.items() if pid != scheduler_pid}
+        return {**control_plane, self.which: scheduler_pid, "bench harness": os.getpid()}
 
     def _profile_stem(self) -> Path:
         return self.workdir / f"profile-{self.workload.name}-{self.size.name}-{self.run_id}"
