@@ -1,8 +1,9 @@
 """Per-node numbers as numpy columns, in snapshot order, for vectorised Filter and Score.
 
-A row per node; `update_row` rewrites one row when a node changes, so keeping the table in step
-with the snapshot costs O(changed nodes). Plugins with a `filter_batch`/`score_batch` read these
-columns instead of looping over NodeInfo objects in Python.
+A row per node; `update_row` rewrites one row when a node changes, and a table rebuilt after a
+node was added or removed gathers the unchanged rows from the previous table, so keeping the
+table in step with the snapshot costs Python work only for the changed nodes. Plugins with a
+`filter_batch`/`score_batch` read these columns instead of looping over NodeInfo objects.
 """
 
 from __future__ import annotations
@@ -32,30 +33,45 @@ BoolColumn = npt.NDArray[np.bool_]
 class NodeTable:
     """Columns over the snapshot's nodes; row i is `infos[i]`."""
 
-    def __init__(self, infos: list[NodeInfo]) -> None:
+    alloc_cpu: IntColumn
+    alloc_mem: IntColumn
+    alloc_eph: IntColumn
+    alloc_pods: IntColumn
+    req_cpu: IntColumn
+    req_mem: IntColumn
+    req_eph: IntColumn
+    pod_count: IntColumn
+    nz_cpu: IntColumn
+    nz_mem: IntColumn
+    unschedulable: BoolColumn
+    hard_taints: BoolColumn
+    soft_taints: BoolColumn
+    has_ports: BoolColumn
+
+    def __init__(self, infos: list[NodeInfo], previous: NodeTable | None = None) -> None:
+        """Builds the columns over `infos`; rows whose NodeInfo `previous` already holds are
+        gathered from it with numpy, so a node added or removed (which reorders every row)
+        costs Python work only for the changed nodes."""
         n = len(infos)
         self.n = n
         self.infos = infos
         self.names = [info.name for info in infos]
         self.index = {name: i for i, name in enumerate(self.names)}
-        self.alloc_cpu: IntColumn = np.zeros(n, np.int64)
-        self.alloc_mem: IntColumn = np.zeros(n, np.int64)
-        self.alloc_eph: IntColumn = np.zeros(n, np.int64)
-        self.alloc_pods: IntColumn = np.zeros(n, np.int64)
-        self.req_cpu: IntColumn = np.zeros(n, np.int64)
-        self.req_mem: IntColumn = np.zeros(n, np.int64)
-        self.req_eph: IntColumn = np.zeros(n, np.int64)
-        self.pod_count: IntColumn = np.zeros(n, np.int64)
-        self.nz_cpu: IntColumn = np.zeros(n, np.int64)
-        self.nz_mem: IntColumn = np.zeros(n, np.int64)
-        self.unschedulable: BoolColumn = np.zeros(n, np.bool_)
-        self.hard_taints: BoolColumn = np.zeros(n, np.bool_)
-        self.soft_taints: BoolColumn = np.zeros(n, np.bool_)
-        self.has_ports: BoolColumn = np.zeros(n, np.bool_)
-        self._scalar: dict[str, tuple[IntColumn, IntColumn]] = {}
         self._labels: _LabelIndex | None = None
-        for i, info in enumerate(infos):
-            self._write_row(i, info)
+        if previous is None or previous.n == 0:
+            source = None
+            fresh: Iterable[int] = range(n)
+        else:
+            source, fresh = _reusable_rows(previous, infos)
+        for column, dtype in _COLUMNS:
+            values = np.zeros(n, dtype) if source is None else getattr(previous, column)[source]
+            setattr(self, column, values)
+        self._scalar: dict[str, tuple[IntColumn, IntColumn]] = {}
+        if source is not None and previous is not None:
+            for name, (alloc, req) in previous._scalar.items():
+                self._scalar[name] = (alloc[source], req[source])
+        for i in fresh:
+            self._write_row(i, infos[i])
 
     def update_row(self, i: int, info: NodeInfo) -> None:
         """Rewrites row i after its NodeInfo changed."""
@@ -67,9 +83,6 @@ class NodeTable:
         ):
             self._labels = None
         self._write_row(i, info)
-        for name, (alloc, req) in self._scalar.items():
-            alloc[i] = info.allocatable.scalar.get(name, 0)
-            req[i] = info.requested.scalar.get(name, 0)
 
     def _write_row(self, i: int, info: NodeInfo) -> None:
         alloc, req = info.allocatable, info.requested
@@ -84,6 +97,9 @@ class NodeTable:
         self.nz_cpu[i] = info.non_zero_requested.milli_cpu
         self.nz_mem[i] = info.non_zero_requested.memory
         self.has_ports[i] = len(info.used_ports) > 0
+        for name, (alloc_col, req_col) in self._scalar.items():
+            alloc_col[i] = alloc.scalar.get(name, 0)
+            req_col[i] = req.scalar.get(name, 0)
         node = info.node
         if node is None:
             self.unschedulable[i] = True
@@ -122,6 +138,40 @@ class NodeTable:
 
     def rows(self, names: Iterable[str]) -> list[int]:
         return [self.index[name] for name in names if name in self.index]
+
+
+# Every per-row column and its dtype; `_write_row` fills one row of each.
+_COLUMNS: tuple[tuple[str, type[np.generic]], ...] = (
+    ("alloc_cpu", np.int64),
+    ("alloc_mem", np.int64),
+    ("alloc_eph", np.int64),
+    ("alloc_pods", np.int64),
+    ("req_cpu", np.int64),
+    ("req_mem", np.int64),
+    ("req_eph", np.int64),
+    ("pod_count", np.int64),
+    ("nz_cpu", np.int64),
+    ("nz_mem", np.int64),
+    ("unschedulable", np.bool_),
+    ("hard_taints", np.bool_),
+    ("soft_taints", np.bool_),
+    ("has_ports", np.bool_),
+)
+
+
+def _reusable_rows(previous: NodeTable, infos: list[NodeInfo]) -> tuple[IntColumn, list[int]]:
+    """For each new row, the row of `previous` holding the same NodeInfo object (0 when none),
+    and the new rows that must be written from their NodeInfo."""
+    old_index, old_infos = previous.index, previous.infos
+    source: IntColumn = np.zeros(len(infos), np.int64)
+    fresh: list[int] = []
+    for i, info in enumerate(infos):
+        j = old_index.get(info.name)
+        if j is not None and old_infos[j] is info:
+            source[i] = j
+        else:
+            fresh.append(i)
+    return source, fresh
 
 
 class _LabelIndex:

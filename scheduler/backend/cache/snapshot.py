@@ -21,7 +21,7 @@ class Snapshot:
 
     def rebuild(self, ordered: list[NodeInfo]) -> None:
         self.node_info_list = ordered
-        self.table = NodeTable(ordered)
+        self.table = NodeTable(ordered, previous=self.table)
 
     def replace(self, info: NodeInfo) -> None:
         row = self.table.index[info.name]
