@@ -143,6 +143,23 @@ def _code_label(status: Status | None) -> str:
     return "Success" if status is None else status.code.label()
 
 
+def _plugin_error(point: str, plugin: str, status: Status) -> Status:
+    """A plugin's failure that is not a rejection, worded as kube-scheduler words it."""
+    return Status(
+        Code.ERROR,
+        f"running {point} plugin {plugin!r}: {status.message()}",
+        plugin=plugin,
+        error=status.error,
+    )
+
+
+def _rejection_or_error(point: str, plugin: str, status: Status) -> Status:
+    """A rejection keeps its code and names its plugin; anything else becomes an Error."""
+    return (
+        status.with_plugin(plugin) if status.is_rejected() else _plugin_error(point, plugin, status)
+    )
+
+
 class Framework:
     """A profile's plugins by extension point, and the code that runs them."""
 
@@ -424,16 +441,7 @@ class Framework:
                 if s.code == Code.UNSCHEDULABLE:
                     returned = s
                     continue
-                return (
-                    None,
-                    Status(
-                        Code.ERROR,
-                        f"running PreFilter plugin {pl.name!r}: {s.message()}",
-                        plugin=pl.name,
-                        error=s.error,
-                    ),
-                    set(),
-                )
+                return None, _plugin_error("PreFilter", pl.name, s), set()
             if r is not None and not r.all_nodes():
                 with_nodes.add(pl.name)
             result = r if result is None else result.merge(r)
@@ -685,12 +693,7 @@ class Framework:
                     skip.add(pl.name)
                     continue
                 if s is not None and s.code != Code.SUCCESS:
-                    status = Status(
-                        Code.ERROR,
-                        f"running PreScore plugin {pl.name!r}: {s.message()}",
-                        plugin=pl.name,
-                        error=s.error,
-                    )
+                    status = _plugin_error("PreScore", pl.name, s)
                     return status
             state.skip_score_plugins = skip
             return None
@@ -784,15 +787,7 @@ class Framework:
                 except Exception as err:
                     s = Status.as_error(err)
                 if s is not None and s.code != Code.SUCCESS:
-                    if s.is_rejected():
-                        status = s.with_plugin(pl.name)
-                    else:
-                        status = Status(
-                            Code.ERROR,
-                            f"running Reserve plugin {pl.name!r}: {s.message()}",
-                            plugin=pl.name,
-                            error=s.error,
-                        )
+                    status = _rejection_or_error("Reserve", pl.name, s)
                     return status
             return None
         finally:
@@ -829,12 +824,7 @@ class Framework:
                     waits[pl.name] = min(timeout, MAX_PERMIT_TIMEOUT)
                     wait_status = s
                     continue
-                status = Status(
-                    Code.ERROR,
-                    f"running Permit plugin {pl.name!r}: {s.message()}",
-                    plugin=pl.name,
-                    error=s.error,
-                )
+                status = _plugin_error("Permit", pl.name, s)
                 return {}, status
             if wait_status is not None:
                 wait_status.reasons.append(
@@ -881,15 +871,7 @@ class Framework:
                 except Exception as err:
                     s = Status.as_error(err)
                 if s is not None and s.code not in (Code.SUCCESS, Code.SKIP):
-                    if s.is_rejected():
-                        status = s.with_plugin(pl.name)
-                    else:
-                        status = Status(
-                            Code.ERROR,
-                            f"running PreBind plugin {pl.name!r}: {s.message()}",
-                            plugin=pl.name,
-                            error=s.error,
-                        )
+                    status = _rejection_or_error("PreBind", pl.name, s)
                     return status
             return None
         finally:
@@ -907,15 +889,7 @@ class Framework:
                 if s is not None and s.code == Code.SKIP:
                     continue
                 if s is not None and s.code != Code.SUCCESS:
-                    if s.is_rejected():
-                        status = s.with_plugin(pl.name)
-                    else:
-                        status = Status(
-                            Code.ERROR,
-                            f"running Bind plugin {pl.name!r}: {s.message()}",
-                            plugin=pl.name,
-                            error=s.error,
-                        )
+                    status = _rejection_or_error("Bind", pl.name, s)
                     return status
                 status = None
                 return status
