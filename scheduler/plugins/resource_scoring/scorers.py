@@ -51,62 +51,68 @@ def _weighted_mean(per: IntMatrix, counted: npt.NDArray[np.bool_], weights: IntM
     return out.astype(np.int64)
 
 
-class LeastAllocated:
+class _WeightedMeanOfResources:
+    """The weighted mean of a per-resource score over the resources a node offers.
+
+    Subclasses give that score per node (`resource_score`) and per matrix (`resource_matrix`).
+    """
+
+    __slots__ = ("_weights", "weights")
+
+    def __init__(self, weights: Sequence[int]) -> None:
+        self.weights = tuple(weights)
+        self._weights: IntMatrix = np.array(self.weights, np.int64).reshape(-1, 1)
+
+    @staticmethod
+    def resource_score(requested: int, capacity: int) -> int:
+        raise NotImplementedError
+
+    @staticmethod
+    def resource_matrix(requested: IntMatrix, allocatable: IntMatrix, safe: IntMatrix) -> IntMatrix:
+        """The per-resource scores; `safe` is allocatable with its zeros replaced by 1."""
+        raise NotImplementedError
+
+    def score(self, requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
+        total = weight_sum = 0
+        for i, weight in enumerate(self.weights):
+            cap = allocatable[i]
+            if cap == 0:
+                continue
+            total += self.resource_score(requested[i], cap) * weight
+            weight_sum += weight
+        return total // weight_sum if weight_sum else 0
+
+    def score_matrix(
+        self, requested: IntMatrix, allocated: IntMatrix, allocatable: IntMatrix
+    ) -> ScoreColumn:
+        offered = allocatable != 0
+        safe = np.where(offered, allocatable, 1)
+        per = self.resource_matrix(requested, allocatable, safe)
+        return _weighted_mean(per, offered, self._weights)
+
+
+class LeastAllocated(_WeightedMeanOfResources):
     """Favours nodes with more free capacity after placing the pod."""
 
-    __slots__ = ("_weights", "weights")
+    __slots__ = ()
+    resource_score = staticmethod(least_requested_score)
 
-    def __init__(self, weights: Sequence[int]) -> None:
-        self.weights = tuple(weights)
-        self._weights: IntMatrix = np.array(self.weights, np.int64).reshape(-1, 1)
-
-    def score(self, requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
-        total = weight_sum = 0
-        for i, weight in enumerate(self.weights):
-            cap = allocatable[i]
-            if cap == 0:
-                continue
-            total += least_requested_score(requested[i], cap) * weight
-            weight_sum += weight
-        return total // weight_sum if weight_sum else 0
-
-    def score_matrix(
-        self, requested: IntMatrix, allocated: IntMatrix, allocatable: IntMatrix
-    ) -> ScoreColumn:
-        offered = allocatable != 0
-        safe = np.where(offered, allocatable, 1)
-        per = np.where(
-            requested <= allocatable, (allocatable - requested) * MAX_NODE_SCORE // safe, 0
-        )
-        return _weighted_mean(per, offered, self._weights)
+    @staticmethod
+    def resource_matrix(requested: IntMatrix, allocatable: IntMatrix, safe: IntMatrix) -> IntMatrix:
+        free: IntMatrix = (allocatable - requested) * MAX_NODE_SCORE // safe
+        return np.where(requested <= allocatable, free, 0)
 
 
-class MostAllocated:
+class MostAllocated(_WeightedMeanOfResources):
     """Favours nodes that are already busy (bin packing)."""
 
-    __slots__ = ("_weights", "weights")
+    __slots__ = ()
+    resource_score = staticmethod(most_requested_score)
 
-    def __init__(self, weights: Sequence[int]) -> None:
-        self.weights = tuple(weights)
-        self._weights: IntMatrix = np.array(self.weights, np.int64).reshape(-1, 1)
-
-    def score(self, requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
-        total = weight_sum = 0
-        for i, weight in enumerate(self.weights):
-            cap = allocatable[i]
-            if cap == 0:
-                continue
-            total += most_requested_score(requested[i], cap) * weight
-            weight_sum += weight
-        return total // weight_sum if weight_sum else 0
-
-    def score_matrix(
-        self, requested: IntMatrix, allocated: IntMatrix, allocatable: IntMatrix
-    ) -> ScoreColumn:
-        offered = allocatable != 0
-        safe = np.where(offered, allocatable, 1)
-        per = np.minimum(requested, allocatable) * MAX_NODE_SCORE // safe
-        return _weighted_mean(per, offered, self._weights)
+    @staticmethod
+    def resource_matrix(requested: IntMatrix, allocatable: IntMatrix, safe: IntMatrix) -> IntMatrix:
+        used: IntMatrix = np.minimum(requested, allocatable) * MAX_NODE_SCORE // safe
+        return used
 
 
 def _round_ratio(total: int, weight_sum: int) -> int:
