@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.objects import Node, Pod
@@ -84,14 +84,24 @@ class ClusterEvent:
     resource: EventResource
     action_type: ActionType
     custom_label: str = ""
+    # Derived once: the queue reads them for every pending pod an event is checked against.
+    label: str = field(init=False, compare=False, repr=False)
+    """Used in logs and in the `event` label of scheduler_queue_incoming_pods_total."""
+    _wildcard: bool = field(init=False, compare=False, repr=False)
+    _action: int = field(init=False, compare=False, repr=False)
 
-    @property
-    def label(self) -> str:
-        """Used in logs and in the `event` label of scheduler_queue_incoming_pods_total."""
-        return self.custom_label or f"{self.resource.value}{self.action_type.label()}"
+    def __post_init__(self) -> None:
+        label = self.custom_label or f"{self.resource.value}{self.action_type.label()}"
+        object.__setattr__(self, "label", label)
+        object.__setattr__(
+            self,
+            "_wildcard",
+            self.resource == EventResource.WILDCARD and self.action_type == ActionType.ALL,
+        )
+        object.__setattr__(self, "_action", int(self.action_type))
 
     def is_wildcard(self) -> bool:
-        return self.resource == EventResource.WILDCARD and self.action_type == ActionType.ALL
+        return self._wildcard
 
     def matches(self, incoming: ClusterEvent) -> bool:
         """Whether a registered event (self) covers an incoming event.
@@ -100,11 +110,11 @@ class ClusterEvent:
         (no specific change found) does not match a plugin that registered only, say,
         UpdatePodScaleDown — kube-scheduler's MatchClusterEvents.
         """
-        if self.is_wildcard():
+        if self._wildcard:
             return True
         return (
-            bool(self.action_type & incoming.action_type)
-            and incoming.action_type <= self.action_type
+            self._action & incoming._action != 0
+            and incoming._action <= self._action
             and _resource_matches(self.resource, incoming.resource)
         )
 

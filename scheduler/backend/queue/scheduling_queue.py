@@ -472,19 +472,23 @@ class SchedulingQueue:
         if not self._hints.is_event_of_interest(event):
             return
         wildcard = event.is_wildcard()
+        label = event.label
+        # Whether the event concerns pods gated by a plugin: the same for every pod it gates.
+        gate_opens: dict[str, bool] = {}
         activated = False
         for pinfo in pods:
-            if (
-                pinfo.gated
-                and not wildcard
-                and not any(reg.matches(event) for reg in pinfo.gating_plugin_events)
-            ):
-                continue
+            if pinfo.gated and not wildcard:
+                opens = gate_opens.get(pinfo.gating_plugin)
+                if opens is None:
+                    opens = any(reg.matches(event) for reg in pinfo.gating_plugin_events)
+                    gate_opens[pinfo.gating_plugin] = opens
+                if not opens:
+                    continue
             strategy = self._hints.worth_requeuing(pinfo, event, old_obj, new_obj)
             if strategy == Strategy.SKIP:
                 continue
             self._unschedulable.delete(pinfo.pod.uid)
-            queue = self._requeue(pinfo, strategy, event.label)
+            queue = self._requeue(pinfo, strategy, label)
             if queue == ACTIVE or (queue == BACKOFF and self._pop_from_backoff_q):
                 activated = True
         if self._hints_enabled:
@@ -629,7 +633,7 @@ class SchedulingQueue:
         code = Code.SUCCESS
         gating = pinfo.gating_plugin
         ordered = plugins
-        if gating:
+        if gating and plugins[0].name != gating:
             ordered = tuple(sorted(plugins, key=lambda pl: pl.name != gating))
         for plugin in ordered:
             status = self._run_pre_enqueue_plugin(plugin, pinfo)
