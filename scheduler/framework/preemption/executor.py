@@ -70,6 +70,7 @@ class Executor:
         self._plugin_name = plugin_name
         self.async_enabled = async_enabled
         self._lock = threading.Lock()
+        self._closed = False
         self._preempting: set[str] = set()
         self._last_victim: dict[str, _LastVictim] = {}
         self._jobs = ThreadPoolExecutor(thread_name_prefix="preemption") if async_enabled else None
@@ -104,11 +105,15 @@ class Executor:
             )
 
     def start_async(self, candidate: Candidate, preemptor: Pod, victims: list[Pod]) -> None:
-        """Marks the preemptor as preempting and hands the calls to a worker thread."""
-        with self._lock:
-            self._preempting.add(preemptor.uid)
+        """Marks the preemptor as preempting and hands the calls to a worker thread; once the
+        executor is closed (the scheduler is stopping) nothing is started."""
         assert self._jobs is not None
-        self._jobs.submit(self._run_async, candidate, preemptor, victims)
+        with self._lock:
+            if self._closed:
+                log.info("scheduler is stopping; preemption not started", pod=preemptor.key)
+                return
+            self._preempting.add(preemptor.uid)
+            self._jobs.submit(self._run_async, candidate, preemptor, victims)
 
     def run_inline(self, candidate: Candidate, preemptor: Pod) -> Status | None:
         """The same calls in the scheduling cycle; an error Status if one fails."""
@@ -138,10 +143,13 @@ class Executor:
         return victim is not None and victim.deletion_timestamp is None
 
     def close(self) -> None:
-        """Drops preemptions not started yet; started ones finish their victims' calls."""
-        if self._jobs is not None:
-            self._jobs.shutdown(wait=False, cancel_futures=True)
-        self._victim_calls.shutdown(wait=False)
+        """Drops preemptions not started yet; started ones finish their victims' calls (one
+        after another, as the victim pool takes no new calls)."""
+        with self._lock:
+            self._closed = True
+            if self._jobs is not None:
+                self._jobs.shutdown(wait=False, cancel_futures=True)
+            self._victim_calls.shutdown(wait=False)
 
     # --- asynchronous -----------------------------------------------------------------------
 
@@ -226,13 +234,18 @@ class Executor:
     def _preempt_all(
         self, candidate: Candidate, preemptor: Pod, victims: list[Pod]
     ) -> BaseException | None:
-        if len(victims) <= 1:
-            return self._preempt_one(candidate, preemptor, victims[0]) if victims else None
-        futures = [
-            self._victim_calls.submit(self._preempt_one, candidate, preemptor, victim)
-            for victim in victims
-        ]
-        errors = [err for f in futures if (err := f.result()) is not None]
+        with self._lock:
+            parallel = len(victims) > 1 and not self._closed
+            if parallel:
+                futures = [
+                    self._victim_calls.submit(self._preempt_one, candidate, preemptor, victim)
+                    for victim in victims
+                ]
+        if parallel:
+            results = [f.result() for f in futures]
+        else:
+            results = [self._preempt_one(candidate, preemptor, victim) for victim in victims]
+        errors = [err for err in results if err is not None]
         return errors[0] if errors else None
 
     def _preempt_one(

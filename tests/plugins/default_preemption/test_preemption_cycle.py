@@ -207,3 +207,39 @@ def test_victims_already_terminating_need_no_thread(h: Harness) -> None:
     assert goroutines("success") + goroutines("error") == started
     assert h.api.deletes == []
     assert patches_for(h, lower.key) == []
+
+
+def test_stopping_lets_a_running_preemption_evict_every_victim(h: Harness) -> None:
+    """The victim pool is shut down at stop; a preemption already running still deletes all
+    its victims (one after another) instead of failing half way."""
+    h.add_node(make_node("n", cpu="3"))
+    for i in range(3):
+        h.add_assigned_pod(
+            make_pod(f"v{i}", node_name="n", priority=0, cpu="1", start_time="2026-01-01T00:00:00Z")
+        )
+    preemptor = make_pod("preemptor", priority=10, cpu="3")
+    h.add_pod(preemptor)
+    release = threading.Event()
+    original_patch = h.api.patch_pod_status
+
+    def slow_nomination(pod: Pod, patch: Any) -> None:
+        if pod.key == preemptor.key and "nominatedNodeName" in patch["status"]:
+            release.wait(10)
+        original_patch(pod, patch)
+
+    h.api.patch_pod_status = slow_nomination  # type: ignore[method-assign]
+    successes, errors = goroutines("success"), goroutines("error")
+    h.schedule_next()
+    plugin(h).close()
+    release.set()
+    poll(lambda: goroutines("success") + goroutines("error") > successes + errors, "the thread")
+    assert goroutines("error") == errors
+    assert sorted(h.api.deletes) == ["default/v0", "default/v1", "default/v2"]
+
+
+def test_no_preemption_starts_once_stopping(h: Harness) -> None:
+    _, preemptor = setup_full_node(h)
+    plugin(h).close()
+    h.schedule_next()
+    assert h.api.deletes == []
+    assert not plugin(h).executor.is_pod_running_preemption(preemptor.uid)
