@@ -120,7 +120,22 @@ def test_pods_unbound_at_the_deadline_count_as_unscheduled() -> None:
     times = PodTimes(created={"a": 10.0, "b": 10.1}, bound={"a": 10.5})
     figures = summarize(times, ["a", "b"], start=10.0)
     assert (figures["bound_pods"], figures["unscheduled_pods"]) == (1, 1)
+    assert figures["deleted_before_bound_pods"] == 0
     assert figures["latency_p99_ms"] == 500.0
+
+
+def test_a_pod_deleted_before_it_was_bound_is_not_waited_for() -> None:
+    """A preemption may evict a measured pod while its binding is in flight."""
+    times = PodTimes()
+    times.record("a", {}, 1.0, deleted=False)
+    times.record("b", {}, 1.1, deleted=False)
+    times.record("a", {"nodeName": "n"}, 1.5, deleted=False)
+    times.record("b", {}, 1.8, deleted=True)
+    times.record("a", {"nodeName": "n"}, 2.0, deleted=True)  # bound, then evicted
+    assert times.settled_count({"a", "b", "c"}) == 2
+    figures = summarize(times, ["a", "b", "c"], start=1.0)
+    assert (figures["bound_pods"], figures["deleted_before_bound_pods"]) == (1, 1)
+    assert figures["unscheduled_pods"] == 1
 
 
 def test_throughput_samples_follow_scheduler_perf_ticks() -> None:

@@ -33,10 +33,25 @@ def percentile(values: Sequence[float], p: float) -> float:
 
 @dataclass
 class PodTimes:
-    """Monotonic times a pod was first seen, and first seen with spec.nodeName set."""
+    """Monotonic times a pod was first seen, first seen with spec.nodeName set, and seen
+    deleted without ever being seen bound (a preemption may evict a pod while its binding is
+    in flight: it can never be bound, so waiting for it would only run into the deadline)."""
 
     created: dict[str, float] = field(default_factory=dict)
     bound: dict[str, float] = field(default_factory=dict)
+    deleted: dict[str, float] = field(default_factory=dict)
+
+    def record(self, name: str, spec: Mapping[str, Any], now: float, deleted: bool) -> None:
+        """One watch event about pod `name` (`deleted` for a DELETED event)."""
+        self.created.setdefault(name, now)
+        if spec.get("nodeName") and name not in self.bound:
+            self.bound[name] = now
+        elif deleted and name not in self.bound:
+            self.deleted.setdefault(name, now)
+
+    def settled_count(self, names: set[str]) -> int:
+        """How many of `names` were seen bound or deleted before being bound."""
+        return len(names.intersection(self.bound)) + len(names.intersection(self.deleted))
 
 
 class PodWatcher:
@@ -100,8 +115,11 @@ class PodWatcher:
                         break
                     meta = obj.get("metadata", {})
                     version = meta.get("resourceVersion", version)
-                    if event.get("type") != "BOOKMARK":
-                        self._record(meta.get("name", ""), obj.get("spec", {}), now)
+                    kind = event.get("type")
+                    if kind != "BOOKMARK":
+                        self._record(
+                            meta.get("name", ""), obj.get("spec", {}), now, kind == "DELETED"
+                        )
                     if self._stop.is_set():
                         break
             except Exception as exc:  # a dropped connection: resume from the last version
@@ -113,19 +131,18 @@ class PodWatcher:
                     resp.close()
                     resp.release_conn()
 
-    def _record(self, name: str, spec: dict[str, Any], now: float) -> None:
+    def _record(self, name: str, spec: dict[str, Any], now: float, deleted: bool) -> None:
         with self._lock:
-            self.times.created.setdefault(name, now)
-            if spec.get("nodeName") and name not in self.times.bound:
-                self.times.bound[name] = now
+            self.times.record(name, spec, now, deleted)
 
-    def bound_count(self, names: set[str]) -> int:
+    def settled_count(self, names: set[str]) -> int:
         with self._lock:
-            return len(names.intersection(self.times.bound))
+            return self.times.settled_count(names)
 
     def snapshot(self) -> PodTimes:
         with self._lock:
-            return PodTimes(dict(self.times.created), dict(self.times.bound))
+            times = self.times
+            return PodTimes(dict(times.created), dict(times.bound), dict(times.deleted))
 
 
 @dataclass(frozen=True)
@@ -233,13 +250,15 @@ def summarize(times: PodTimes, measured: Sequence[str], start: float) -> dict[st
     """Throughput and latency figures for the measured pods; `start` is when creation began."""
     bound = [times.bound[n] for n in measured if n in times.bound]
     latencies = [times.bound[n] - times.created[n] for n in measured if n in times.bound]
+    deleted = sum(1 for n in measured if n in times.deleted)
     samples = throughput_samples(bound, start)
     elapsed = (max(bound) - start) if bound else 0.0
     overall = len(bound) / elapsed if elapsed > 0 else 0.0
     return {
         "measured_pods": len(measured),
         "bound_pods": len(bound),
-        "unscheduled_pods": len(measured) - len(bound),
+        "unscheduled_pods": len(measured) - len(bound) - deleted,
+        "deleted_before_bound_pods": deleted,
         "elapsed_seconds": round(elapsed, 3),
         "throughput_overall": round(overall, 1),
         "throughput_samples": len(samples),

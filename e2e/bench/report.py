@@ -100,10 +100,12 @@ def one_line(record: dict[str, Any]) -> str:
     if "figures" not in record:
         return f"{head} {not_measured(record)}"
     f = record["figures"]
+    deleted = f.get("deleted_before_bound_pods", 0)
     return (
         f"{head} {f['throughput_overall']:>7} pods/s  latency p99 {f['latency_p99_ms']} ms  "
         f"cpu {f['cpu_seconds']} s  rss {f['peak_rss_mib']} MiB  "
         f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
+        + (f"  deleted before bound {deleted}" if deleted else "")
     )
 
 

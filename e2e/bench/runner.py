@@ -293,11 +293,12 @@ class Run:
         return figures
 
     def _wait_bound(self, watcher: PodWatcher, wanted: set[str]) -> None:
-        """Until the watch has seen every wanted pod bound, or the deadline (then unscheduled)."""
+        """Until the watch has seen every wanted pod bound (or deleted before it could be), or
+        the deadline (then unscheduled)."""
 
         def all_bound() -> bool | str:
-            n = watcher.bound_count(wanted)
-            return n == len(wanted) or f"{n}/{len(wanted)} bound"
+            n = watcher.settled_count(wanted)
+            return n == len(wanted) or f"{n}/{len(wanted)} bound or deleted"
 
         with suppress(NotReadyError):
             wait_for(all_bound, timeout=self.deadline, what="the measured pods", interval=0.2)
