@@ -20,6 +20,21 @@ LOG_FORMATS = ("json", "console")
 DEBUG_VERBOSITY = 4
 
 
+class _Levels:
+    """What configure_logging chose; structlog's default configuration writes every level."""
+
+    debug = True
+
+
+_LEVELS = _Levels()
+
+
+def debug_enabled() -> bool:
+    """Checked before a debug line in a per-pod hot path, so a disabled level costs neither
+    the lazy logger proxy's lookup nor building the line's fields."""
+    return _LEVELS.debug
+
+
 class _NamedPod(Protocol):
     @property
     def namespace(self) -> str: ...
@@ -39,6 +54,12 @@ def pod_fields(pod: _NamedPod, node: str | None = None) -> dict[str, str]:
     if node is not None:
         fields["node"] = node
     return fields
+
+
+def reset_logging() -> None:
+    """Back to structlog's defaults (every level written), as before configure_logging."""
+    structlog.reset_defaults()
+    _LEVELS.debug = True
 
 
 def level_for_verbosity(verbosity: int) -> int:
@@ -94,6 +115,7 @@ def configure_logging(
     if log_format not in LOG_FORMATS:
         raise ValueError(f"unknown log format {log_format!r}: use json or console")
     level = level_for_verbosity(verbosity)
+    _LEVELS.debug = level <= logging.DEBUG
     out = stream if stream is not None else _stderr_bytes()
     renderer: list[Any]
     if log_format == "json":

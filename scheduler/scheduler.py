@@ -34,6 +34,7 @@ from scheduler.framework.types import (
     NominatingInfo,
     QueuedPodInfo,
 )
+from scheduler.logging import debug_enabled
 from scheduler.pod_status import pod_scheduled_condition_patch
 from scheduler.schedule_one import (
     NoNodesAvailableError,
@@ -143,7 +144,8 @@ class Scheduler:
         if self._skip_pod_schedule(fwk, pod):
             self.queue.done(pod.uid)
             return True
-        log.debug("attempting to schedule pod", pod=pod.key)
+        if debug_enabled():
+            log.debug("attempting to schedule pod", pod=pod.key)
         start = time.perf_counter()
         state = CycleState()
         state.record_plugin_metrics = self._rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
@@ -252,7 +254,8 @@ class Scheduler:
             self._fail_with_node_status(fwk, pinfo, status, host, start)
             return
 
-        log.debug("pod assumed, binding asynchronously", pod=assumed_pod.key, node=host)
+        if debug_enabled():
+            log.debug("pod assumed, binding asynchronously", pod=assumed_pod.key, node=host)
         self._binding_pool.submit(self._binding.run, fwk, state, result, assumed, start)
 
     def _fail_with_node_status(

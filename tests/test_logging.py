@@ -10,14 +10,21 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from scheduler.logging import configure_logging, level_for_verbosity, pod_fields, pod_key
+from scheduler.logging import (
+    configure_logging,
+    debug_enabled,
+    level_for_verbosity,
+    pod_fields,
+    pod_key,
+    reset_logging,
+)
 
 
 @pytest.fixture(autouse=True)
 def restore_structlog() -> Iterator[None]:
     """configure_logging binds the (captured) stderr; later tests must not log into it."""
     yield
-    structlog.reset_defaults()
+    reset_logging()
 
 
 def test_json_lines_carry_pod_and_level(capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,8 +40,17 @@ def test_json_lines_carry_pod_and_level(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_verbosity_4_enables_debug(capsys: pytest.CaptureFixture[str]) -> None:
     configure_logging("json", 4)
+    assert debug_enabled()
     structlog.get_logger("t").debug("shown", pod="ns/p")
     assert json.loads(capsys.readouterr().err)["event"] == "shown"
+
+
+def test_hot_paths_see_whether_debug_lines_are_written() -> None:
+    assert debug_enabled()  # structlog's defaults write every level
+    configure_logging("json", 0)
+    assert not debug_enabled()
+    reset_logging()
+    assert debug_enabled()
 
 
 def test_unknown_format_is_rejected() -> None:

@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from scheduler import __version__
 from scheduler.cmd import cli
 from scheduler.cmd.options import Options
 from scheduler.framework.registry import RegistryError
+from scheduler.logging import reset_logging
 
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
@@ -22,7 +22,7 @@ HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfigura
 def restore_structlog() -> Iterator[None]:
     """main configures logging for the process; later tests must not log into captured streams."""
     yield
-    structlog.reset_defaults()
+    reset_logging()
 
 
 PLUGINS = ("PrioritySort", "NodeName", "TaintToleration", "DefaultBinder")

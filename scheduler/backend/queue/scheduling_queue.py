@@ -47,6 +47,7 @@ from scheduler.framework.events import (
 from scheduler.framework.interface import PreEnqueuePlugin
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NominatingInfo, QueuedPodInfo
+from scheduler.logging import debug_enabled
 
 log = structlog.get_logger(__name__)
 
@@ -397,14 +398,15 @@ class SchedulingQueue:
         else:
             strategy = Strategy.SKIP
         queue = self._requeue(pinfo, strategy, SCHEDULE_ATTEMPT_FAILURE)
-        log.debug(
-            "pod moved to an internal scheduling queue",
-            pod=pod.key,
-            queue=queue,
-            cycle=scheduling_cycle,
-            hint=strategy.name,
-            unschedulable_plugins=sorted(rejectors),
-        )
+        if debug_enabled():
+            log.debug(
+                "pod moved to an internal scheduling queue",
+                pod=pod.key,
+                queue=queue,
+                cycle=scheduling_cycle,
+                hint=strategy.name,
+                unschedulable_plugins=sorted(rejectors),
+            )
         if queue == ACTIVE or (queue == BACKOFF and self._pop_from_backoff_q):
             self._cond.notify_all()
         return True
@@ -587,7 +589,7 @@ class SchedulingQueue:
         return ACTIVE if self._move_to_active(pinfo, event, from_backoff=False) else UNSCHEDULABLE
 
     def _park_gated(self, pinfo: QueuedPodInfo, event: str) -> None:
-        if pinfo.pod.uid not in self._unschedulable:
+        if debug_enabled() and pinfo.pod.uid not in self._unschedulable:
             log.debug(
                 "pod is gated", pod=pinfo.pod.key, plugin=pinfo.gating_plugin, cluster_event=event
             )
@@ -669,7 +671,7 @@ class SchedulingQueue:
         pinfo.gating_plugin_events = self._hints.plugin_events.get(name, ())
         if status.code == Code.ERROR:
             log.error("PreEnqueue plugin failed", pod=pod.key, plugin=name, err=status.message())
-        else:
+        elif debug_enabled():
             log.debug("PreEnqueue plugin rejected pod", pod=pod.key, plugin=name)
         return status
 
