@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -199,9 +200,20 @@ def markdown_cpu_table(records: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
-def main(paths: Sequence[str]) -> int:
+def main(argv: Sequence[str]) -> int:
     """`python -m e2e.bench.report FILE.json...`: the tables again from saved runs."""
-    records = [json.loads(Path(p).read_text()) for p in sorted(paths)]
+    parser = argparse.ArgumentParser(
+        prog="python -m e2e.bench.report",
+        description="Print the comparison tables again from saved run records.",
+    )
+    parser.add_argument("records", nargs="+", metavar="FILE.json", help="run records")
+    args = parser.parse_args(argv)
+    records = []
+    for path in sorted(args.records):
+        try:
+            records.append(json.loads(Path(path).read_text()))
+        except (OSError, ValueError) as err:
+            parser.error(f"{path}: not a readable run record ({err})")
     records.sort(key=lambda r: r.get("started", ""))
     print(table(records))
     print()
