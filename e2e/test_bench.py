@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
+from e2e.bench import __main__ as bench_main
 from e2e.bench.__main__ import run_workloads
 from e2e.bench.measure import (
     CpuSnapshot,
@@ -195,3 +197,41 @@ def test_a_failed_run_is_reported_with_its_reason_among_the_others() -> None:
     )
     rendered = table([failed])
     assert "NotReadyError" in rendered and "ratio py/ks" not in rendered
+
+
+def test_runs_after_a_failed_cleanup_are_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Their scheduler would see the earlier run's pods and nodes."""
+    calls: list[str] = []
+
+    def fake_run_one(workload: Any, size: str, which: str, *args: Any) -> dict[str, Any]:
+        calls.append(which)
+        return {
+            "workload": workload.name,
+            "size": size,
+            "scheduler": which,
+            "started": "2026-11-23T00:00:00Z",
+            "figures": {
+                "throughput_overall": 1.0,
+                "latency_p99_ms": 1.0,
+                "cpu_seconds": 1.0,
+                "peak_rss_mib": 1.0,
+                "unscheduled_pods": 0,
+                "create_rate": 1.0,
+            },
+            "cleanup_failed": "NotReadyError: pods still present",
+        }
+
+    monkeypatch.setattr(bench_main, "_run_one", fake_run_one)
+    records = run_workloads(
+        ["SchedulingBasic", "Unschedulable"],
+        "small",
+        [KUBE_SCHEDULER, KUBE_PYSCHED],
+        control_plane=cast(ControlPlane, object()),
+        results_dir=tmp_path,
+    )
+    assert calls == [KUBE_SCHEDULER]
+    assert "CLEANUP FAILED" in one_line(records[0])
+    assert [r["failed"].startswith("not run:") for r in records[1:]] == [True, True, True]
+    assert len(list(tmp_path.glob("*.json"))) == 4

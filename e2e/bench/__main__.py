@@ -46,13 +46,19 @@ def run_workloads(
     cp = control_plane or ControlPlane(with_scheduler=False).start()
     records: list[dict[str, Any]] = []
     machine = machine_facts()
+    leftover: str | None = None
     try:
         for name in names:
             workload = workloads[name]
             for which in schedulers:
-                record = _run_one(
-                    workload, size_name, which, cp, results_dir, profile, deadline, backlog
-                )
+                if leftover is None:
+                    record = _run_one(
+                        workload, size_name, which, cp, results_dir, profile, deadline, backlog
+                    )
+                    leftover = record.get("cleanup_failed")
+                else:
+                    # Its scheduler would see the earlier run's pods and nodes: not comparable.
+                    record = _not_run(workload, size_name, which, leftover)
                 record["machine"] = machine
                 record["command"] = command
                 record["json"] = str(write_record(record, results_dir))
@@ -105,7 +111,11 @@ def _run_one(
         traceback.print_exc()
         record["failed"] = f"failed: {type(err).__name__}: {err}"
         record["phases_seconds"] = run.phases
+        if run.cleanup_error is not None:
+            record["cleanup_failed"] = run.cleanup_error
         return record
+    if run.cleanup_error is not None:
+        record["cleanup_failed"] = run.cleanup_error
     record["phases_seconds"] = run.phases
     record["run_id"] = run.run_id
     record["scheduler_log"] = str(run.scheduler_log)
@@ -114,6 +124,16 @@ def _run_one(
     if run.profile_path is not None:
         record["profile"] = str(run.profile_path)
     return record
+
+
+def _not_run(workload: Workload, size_name: str, which: str, leftover: str) -> dict[str, Any]:
+    return {
+        "workload": workload.name,
+        "size": size_name,
+        "scheduler": which,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "failed": f"not run: an earlier run's pods and nodes could not be deleted ({leftover})",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -107,6 +107,7 @@ def one_line(record: dict[str, Any]) -> str:
         f"cpu {f['cpu_seconds']} s  rss {f['peak_rss_mib']} MiB  "
         f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
         + (f"  deleted before bound {deleted}" if deleted else "")
+        + (f"  CLEANUP FAILED: {record['cleanup_failed']}" if "cleanup_failed" in record else "")
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
+from urllib3.exceptions import HTTPError
 
 from e2e.bench.measure import (
     PodWatcher,
@@ -36,6 +37,8 @@ from e2e.cluster import ControlPlane, NotReadyError, wait_for
 
 CREATE_THREADS = 24
 CLEANUP_TIMEOUT = 600.0
+# How long cleanup waits for a DeleteCollection to take effect before asking again.
+DELETE_RETRY_SECONDS = 30.0
 NODE_READY_SECONDS_EACH = 0.15
 LEAD_IN_ROUNDS = 3
 WARMUP = PodTemplate(requests={"cpu": "1m", "memory": "1Mi"})
@@ -116,6 +119,7 @@ class Run:
         self.profile_path: Path | None = None
         self.scheduler_log: Path | None = None
         self.watch_errors: list[str] = []
+        self.cleanup_error: str | None = None
         self.phases: dict[str, float] = {}
         self._local = threading.local()
         self._clients: list[k8s.ApiClient] = []
@@ -138,13 +142,18 @@ class Run:
     # --- the run ----------------------------------------------------------------------------
 
     def execute(self) -> dict[str, Any]:
+        """The run's figures. A cleanup that fails leaves `cleanup_error` set (the figures
+        stand, but the cluster still holds this run's objects)."""
         ensure_priority_classes(self.api().api_client)
         self.api().create_namespace({"metadata": {"name": self.namespace}})
         try:
             return self._execute()
         finally:
             with self._phase("cleanup"):
-                self.cleanup()
+                try:
+                    self.cleanup()
+                except Exception as err:  # must not hide the run's own outcome
+                    self.cleanup_error = f"{type(err).__name__}: {err}"
             self.rest.close()
             for client in self._clients:
                 client.close()
@@ -415,22 +424,36 @@ class Run:
         for a later run's scheduler to see.
         """
         api = self.api()
-        with suppress(ApiException):
+        self._delete_pods(api)
+        with suppress(ApiException, HTTPError):
+            api.delete_namespace(self.namespace, grace_period_seconds=0)
+        parallel(lambda name: self.rest.delete(f"/api/v1/nodes/{name}"), self.node_names)
+        asked = time.monotonic()
+
+        def gone() -> bool | str:
+            nonlocal asked
+            try:
+                pods = api.list_namespaced_pod(self.namespace, limit=1).items
+                nodes = api.list_node(label_selector=f"bench={self.run_id}", limit=1).items
+            except (ApiException, HTTPError) as err:
+                return f"listing failed: {err}"
+            if pods and time.monotonic() - asked > DELETE_RETRY_SECONDS:
+                self._delete_pods(api)  # the first request may have been cut off part way
+                asked = time.monotonic()
+            return (not pods and not nodes) or "pods or nodes still present"
+
+        wait_for(gone, timeout=CLEANUP_TIMEOUT, what="the run's pods and nodes to be deleted")
+
+    def _delete_pods(self, api: k8s.CoreV1Api) -> None:
+        """DeleteCollection of the namespace's pods. With tens of thousands of pods the API
+        server may cut the request at its timeout after deleting only some; `cleanup` asks
+        again while pods remain."""
+        with suppress(ApiException, HTTPError):
             resp = api.delete_collection_namespaced_pod(
                 self.namespace, grace_period_seconds=0, _preload_content=False
             )
             resp.read()
             resp.release_conn()
-        with suppress(ApiException):
-            api.delete_namespace(self.namespace, grace_period_seconds=0)
-        parallel(lambda name: self.rest.delete(f"/api/v1/nodes/{name}"), self.node_names)
-
-        def gone() -> bool | str:
-            pods = api.list_namespaced_pod(self.namespace, limit=1).items
-            nodes = api.list_node(label_selector=f"bench={self.run_id}", limit=1).items
-            return (not pods and not nodes) or "pods or nodes still present"
-
-        wait_for(gone, timeout=CLEANUP_TIMEOUT, what="the run's pods and nodes to be deleted")
 
 
 def _node_ready(node: dict[str, Any]) -> bool:
