@@ -248,7 +248,6 @@ class SchedulingAlgorithm:
         )
         plain_statuses = fwk.first_rejections(columns, state, pod, self.snapshot.table, plain)
         by_row = dict(zip(plain.tolist(), plain_statuses, strict=True))
-        seen: set[int] = set()  # statuses are shared between nodes: count each plugin once
         for row in order.tolist():
             info = infos[row]
             if row in by_row:
@@ -262,9 +261,7 @@ class SchedulingAlgorithm:
             if s.code == Code.ERROR:
                 raise SchedulingError(s)
             diagnosis.node_to_status.set(info.name, s)
-            if id(s) not in seen:
-                seen.add(id(s))
-                _add_plugin_status(diagnosis, s)
+            _add_plugin_status(diagnosis, s)
 
     def _filter_node_list(
         self,
