@@ -110,13 +110,11 @@ def _run_one(
     except Exception as err:  # one broken run must not lose the runs after it
         traceback.print_exc()
         record["failed"] = f"failed: {type(err).__name__}: {err}"
-        record["phases_seconds"] = run.phases
-        if run.cleanup_error is not None:
-            record["cleanup_failed"] = run.cleanup_error
-        return record
     if run.cleanup_error is not None:
         record["cleanup_failed"] = run.cleanup_error
     record["phases_seconds"] = run.phases
+    if "failed" in record:
+        return record
     record["run_id"] = run.run_id
     record["scheduler_log"] = str(run.scheduler_log)
     if run.watch_errors:
