@@ -4,6 +4,8 @@ Convention: every log line about a pod carries `pod="namespace/name"` and, for n
 `node="name"`, so logs can be filtered per pod; `pod_fields()` builds those keyword arguments.
 The scheduling loop logs per pod at debug level, so loggers come from
 `structlog.make_filtering_bound_logger`: a disabled level is a no-op method, not a level check.
+The per-pod lines on the hottest paths also check `debug_enabled()` first, which skips the lazy
+logger proxy and building the line's fields.
 """
 
 from __future__ import annotations

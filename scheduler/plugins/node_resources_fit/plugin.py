@@ -258,6 +258,9 @@ class NodeResourcesFit:
         return Status(code, *reasons)
 
     def filter_batch(self, state: CycleState, pod: Pod, table: NodeTable) -> BoolColumn | None:
+        # The same checks as `_shortages`, kept apart: this runs every cycle over all rows and
+        # needs neither the reasons nor the "short even when empty" columns (deriving it from
+        # `_shortages` made it 1.7x slower at 5000 nodes).
         request = self._pod_request(state, pod)
         fits: BoolColumn = table.pod_count + 1 <= table.alloc_pods
         cpu, memory, storage = request.milli_cpu, request.memory, request.ephemeral_storage
