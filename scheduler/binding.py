@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from scheduler import metrics
+from scheduler.api_dispatcher import POD_BINDING
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import EVENT_ASSIGNED_POD_DELETE
 from scheduler.framework.runtime import Framework
@@ -80,7 +81,10 @@ class BindingCycle:
         status = fwk.run_pre_bind_plugins(state, pod, host)
         if status is not None:
             return status, None
-        status = fwk.run_bind_plugins(state, pod, host)
+        # Holding the pod's write slot orders the binding after any status patch of an earlier
+        # attempt still running, and drops one still pending: it can never land afterwards.
+        with self.sched.dispatcher.exclusive(POD_BINDING, pod.uid):
+            status = fwk.run_bind_plugins(state, pod, host)
         if status is not None:
             log.info("failed to bind pod", pod=pod.key, node=host, error=status.message())
             return status, None

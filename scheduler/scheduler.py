@@ -19,7 +19,7 @@ import structlog
 
 from scheduler import metrics
 from scheduler.api.objects import Pod, replace_pod
-from scheduler.api_dispatcher import ApiDispatcher
+from scheduler.api_dispatcher import POD_STATUS_PATCH, ApiDispatcher
 from scheduler.backend.cache import Cache, CacheError, Snapshot
 from scheduler.binding import BindingCycle
 from scheduler.clock import Clock
@@ -313,6 +313,7 @@ class Scheduler:
             log.error("error scheduling pod; retrying", pod=pod.key, err=message)
 
         cached = self.pod_lookup(pod.key)
+        requeue = False
         if cached is None:
             log.info("pod doesn't exist in informer cache", pod=pod.key)
             self.queue.done(pod.uid)
@@ -324,18 +325,26 @@ class Scheduler:
             self.queue.done(pod.uid)
             return
         else:
-            pinfo.pod = cached
             pod = cached
-            self.queue.add_unschedulable_if_not_present(pinfo, self.queue.scheduling_cycle)
+            requeue = True
 
         if not update_nomination:
             nominating = None
-        else:
+        # The status patch is queued before the pod can be popped again, so the dispatcher sees
+        # it before any later binding of the pod, which then drops or waits for it. A pod the
+        # informer already shows bound gets no PodScheduled=False at all.
+        if cached is None or not cached.node_name:
+            patch = pod_scheduled_condition_patch(
+                pod, reason, message, nominating, self.clock.now()
+            )
+            if patch is not None:
+                self.dispatcher.submit(
+                    POD_STATUS_PATCH, pod.uid, lambda: self.api.patch_pod_status(pod, patch)
+                )
+        if requeue:
+            pinfo.pod = pod
+            self.queue.add_unschedulable_if_not_present(pinfo, self.queue.scheduling_cycle)
+        if update_nomination:
             self.queue.add_nominated_pod(pod, nominating)
         note = truncate_message(message)
         self.recorder.eventf(pod, None, "Warning", "FailedScheduling", "Scheduling", note)
-        patch = pod_scheduled_condition_patch(pod, reason, message, nominating, self.clock.now())
-        if patch is not None:
-            self.dispatcher.submit(
-                "pod_status_patch", pod.uid, lambda: self.api.patch_pod_status(pod, patch)
-            )

@@ -97,13 +97,21 @@ class Binder:
 
 @dataclass
 class FakeApi:
-    """Records what the scheduler writes; `fail_binds` makes binding raise."""
+    """Records what the scheduler writes; `fail_binds` makes binding raise.
+
+    `writes` is every pod write in the order the API server would have applied it. While
+    `hold_patches` is an unset Event, status patches start (counted in `patches_started`) and
+    then wait for it, as a slow API server would make them.
+    """
 
     binds: dict[str, str] = field(default_factory=dict)
     status_patches: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     deletes: list[str] = field(default_factory=list)
+    writes: list[tuple[str, str]] = field(default_factory=list)
     fail_binds: bool = False
     fail_deletes: Exception | None = None
+    hold_patches: threading.Event | None = None
+    patches_started: list[str] = field(default_factory=list)
     changed: threading.Condition = field(default_factory=threading.Condition)
 
     def bind(self, pod: Pod, node_name: str) -> None:
@@ -111,6 +119,7 @@ class FakeApi:
             raise RuntimeError("apiserver said no")
         with self.changed:
             self.binds[pod.key] = node_name
+            self.writes.append(("bind", pod.key))
             self.changed.notify_all()
 
     def delete_pod(self, pod: Pod, grace_period_seconds: int | None = None) -> None:
@@ -122,7 +131,14 @@ class FakeApi:
 
     def patch_pod_status(self, pod: Pod, patch: Mapping[str, Any]) -> None:
         with self.changed:
+            self.patches_started.append(pod.key)
+            self.changed.notify_all()
+        hold = self.hold_patches
+        if hold is not None and not hold.wait(timeout=30):
+            raise AssertionError("a held status patch was never released")
+        with self.changed:
             self.status_patches.append((pod.key, patch))
+            self.writes.append(("patch", pod.key))
             self.changed.notify_all()
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
