@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.algorithm import SchedulingAlgorithm
 from scheduler.api.objects import replace_pod
 from scheduler.api.parse import parse_node, parse_pod
 from scheduler.backend.cache import Cache, Snapshot
@@ -21,7 +22,6 @@ from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework, FrameworkServices
 from scheduler.plugins.registry import in_tree_registry
-from scheduler.schedule_one import SchedulingAlgorithm
 
 
 @dataclass(frozen=True)

@@ -1,341 +1,454 @@
-"""The scheduling algorithm for one pod: PreFilter, Filter, Score, pick a node.
+"""One pod through the scheduler, as kube-scheduler's schedule_one.go: the scheduling cycle, the
+binding cycle and failure handling.
 
-Filter runs column-at-a-time where plugins allow (`filter_batch`), then per node only for
-plugins without a batch form, for nodes with nominated pods (the two-pass check) and, when the
-pod fits nowhere, to collect each node's rejection reasons. The result equals running every
-plugin on every node in round-robin order from `next_start_node_index`, stopping at
-`num_feasible_nodes_to_find`, as kube-scheduler does.
+The scheduling cycle runs on the loop's thread on an up-to-date snapshot: the algorithm picks a
+node (or PostFilter, i.e. preemption, runs when none fits), the pod is assumed, Reserve and
+Permit run, and binding is handed to a worker so the next cycle starts at once. The binding
+cycle (WaitOnPermit, PreBind, Bind, PostBind) runs on that worker. Any failure unreserves and
+forgets the assumed pod and hands it to `handle_scheduling_failure`: requeued with the plugins
+that rejected it, a FailedScheduling event and a PodScheduled=False status patch.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+import structlog
 
-from scheduler.api.objects import Pod
-from scheduler.backend.cache.snapshot import Snapshot
+from scheduler import metrics
+from scheduler.algorithm import (
+    NoNodesAvailableError,
+    ScheduleResult,
+    SchedulingAlgorithm,
+    SchedulingError,
+)
+from scheduler.api.conditions import condition_update
+from scheduler.api.objects import Pod, replace_pod
+from scheduler.backend.api_dispatcher import POD_BINDING, POD_STATUS_PATCH, ApiDispatcher
+from scheduler.backend.cache import Cache, CacheError, Snapshot
+from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.node_table import BoolColumn
+from scheduler.framework.events import EVENT_ASSIGNED_POD_DELETE
+from scheduler.framework.interface import ApiActions, EventRecorder
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import Diagnosis, FitError, NodeInfo, QueuedPodInfo
+from scheduler.framework.types import (
+    CLEAR_NOMINATED_NODE,
+    Diagnosis,
+    FitError,
+    NominatingInfo,
+    NominatingMode,
+    QueuedPodInfo,
+)
+from scheduler.logging import debug_enabled
 
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+if TYPE_CHECKING:
+    from scheduler.backend.queue import SchedulingQueue
 
+log = structlog.get_logger(__name__)
 
-class NoNodesAvailableError(Exception):
-    """The cluster has no nodes at all."""
+BINDING = "binding"
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
 
-    def __str__(self) -> str:
-        return "no nodes available to schedule pods"
-
-
-class SchedulingError(Exception):
-    """A plugin error (not a rejection) during the algorithm; the pod backs off and retries."""
-
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message())
-        self.status = status
+PodLookup = Callable[[str], "Pod | None"]
 
 
 @dataclass(frozen=True, slots=True)
-class ScheduleResult:
-    suggested_host: str
-    evaluated_nodes: int
-    feasible_nodes: int
+class CycleServices:
+    """What the scheduling and binding cycles use; the Scheduler owns their lifecycles."""
+
+    cache: Cache
+    queue: SchedulingQueue
+    snapshot: Snapshot
+    algorithm: SchedulingAlgorithm
+    dispatcher: ApiDispatcher
+    api: ApiActions
+    recorder: EventRecorder
+    pod_lookup: PodLookup
+    clock: Clock
+    binding_pool: Executor
 
 
-def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
-    """kube-scheduler's adaptive percentageOfNodesToScore."""
-    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
-        return num_all_nodes
-    if percentage == 0:
-        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    num = num_all_nodes * percentage // 100
-    return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+class ScheduleOne:
+    """Schedules one popped pod: scheduling cycle here, binding cycle on a binding worker."""
 
+    def __init__(self, services: CycleServices, profiles: Mapping[str, Framework]) -> None:
+        self.s = services
+        self.profiles = profiles
+        self._binding_running = metrics.goroutines.labels(BINDING)
+        self._rng = random.Random()
 
-class SchedulingAlgorithm:
-    """Holds what persists between cycles: the snapshot and the round-robin start index."""
-
-    def __init__(
-        self, snapshot: Snapshot, percentage_of_nodes_to_score: int = 0, seed: int | None = None
-    ) -> None:
-        self.snapshot = snapshot
-        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
-        self.next_start_node_index = 0
-        self._rng = random.Random(seed)
-        # Table rows of the feasible nodes when the vectorised filter found them, so scoring
-        # does not look every node up by name again.
-        self._feasible_rows: npt.NDArray[np.intp] | None = None
-
-    def schedule_pod(
-        self, fwk: Framework, state: CycleState, pinfo: QueuedPodInfo
-    ) -> ScheduleResult:
-        """The node for the pod, or FitError / NoNodesAvailableError / SchedulingError."""
-        num_nodes = len(self.snapshot)
-        if num_nodes == 0:
-            raise NoNodesAvailableError()
+    def schedule(self, pinfo: QueuedPodInfo) -> None:
         pod = pinfo.pod
-        self._feasible_rows = None
-        feasible, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod)
-        if not feasible:
-            raise FitError(pod, num_nodes, diagnosis)
-        if len(feasible) == 1:
-            return ScheduleResult(feasible[0].name, 1 + len(diagnosis.node_to_status), 1)
-        host = self.prioritize_and_select(fwk, state, pod, feasible)
-        return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
-
-    # --- filtering --------------------------------------------------------------------------
-
-    def find_nodes_that_fit_pod(
-        self, fwk: Framework, state: CycleState, pod: Pod
-    ) -> tuple[list[NodeInfo], Diagnosis]:
-        diagnosis = Diagnosis()
-        all_nodes = self.snapshot.node_info_list
-        pre_result, status, plugins = fwk.run_pre_filter_plugins(state, pod, all_nodes)
-        diagnosis.unschedulable_plugins = set(plugins)
-        if status is not None and status.code != Code.SUCCESS:
-            if not status.is_rejected():
-                raise SchedulingError(status)
-            diagnosis.node_to_status.absent_status = status
-            diagnosis.pre_filter_msg = status.message()
-            _add_plugin_status(diagnosis, status)
-            return [], diagnosis
-
-        if pod.nominated_node_name:
-            info = self.snapshot.get(pod.nominated_node_name)
-            if info is not None:
-                feasible = self._filter_node_list(fwk, state, pod, diagnosis, [info], track=False)
-                if feasible:
-                    return feasible, diagnosis
-
-        if pre_result is not None and not pre_result.all_nodes():
-            assert pre_result.node_names is not None
-            nodes = [
-                info
-                for name in pre_result.node_names
-                if (info := self.snapshot.get(name)) is not None
-            ]
-            diagnosis.node_to_status.absent_status = Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]",
+        fwk = self.profiles.get(pod.scheduler_name)
+        if fwk is None:
+            log.error("profile not found for scheduler name", pod=pod.key, name=pod.scheduler_name)
+            self.s.queue.done(pod.uid)
+            return
+        if self._skip_pod_schedule(pod):
+            self.s.queue.done(pod.uid)
+            return
+        if debug_enabled():
+            log.debug("attempting to schedule pod", pod=pod.key)
+        start = time.perf_counter()
+        state = CycleState()
+        state.record_plugin_metrics = self._rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+        try:
+            self._scheduling_cycle(fwk, state, pinfo, start)
+        except Exception as err:  # never let one pod kill the loop
+            log.exception("unexpected error in scheduling cycle", pod=pod.key)
+            self.handle_scheduling_failure(
+                fwk, pinfo, Status.as_error(err), None, CLEAR_NOMINATED_NODE, start
             )
-            feasible = self._filter_node_list(fwk, state, pod, diagnosis, nodes, track=True)
-        else:
-            feasible = self._filter_all_nodes(fwk, state, pod, diagnosis)
-        return feasible, diagnosis
 
-    def _num_to_find(self, fwk: Framework, num_nodes: int) -> int:
-        if not fwk.has_score_plugins():
-            return 1
-        percentage = fwk.percentage_of_nodes_to_score
-        if percentage is None:
-            percentage = self.percentage_of_nodes_to_score
-        return num_feasible_nodes_to_find(percentage, num_nodes)
+    def _skip_pod_schedule(self, pod: Pod) -> bool:
+        if pod.deletion_timestamp is not None:
+            self.s.recorder.eventf(
+                pod,
+                None,
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                f"skip schedule deleting pod: {pod.namespace}/{pod.name}",
+            )
+            return True
+        return self.s.cache.is_assumed_pod(pod)
 
-    def _filter_all_nodes(
-        self, fwk: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis
-    ) -> list[NodeInfo]:
-        """Every node in the snapshot, vectorised where the plugins allow."""
-        table = self.snapshot.table
-        infos = self.snapshot.node_info_list
-        n = table.n
-        num_to_find = self._num_to_find(fwk, n)
-        start = self.next_start_node_index % n
-        if not fwk.has_filter_plugins():
-            chosen = [infos[(start + i) % n] for i in range(num_to_find)]
-            self.next_start_node_index = (start + num_to_find) % n
-            return chosen
+    # --- scheduling cycle -------------------------------------------------------------------
 
-        began = time.perf_counter()
-        status: Status | None = None
-        try:
-            mask, per_node, columns = fwk.filter_batch_masks(state, pod, table)
-            nominated_rows = self._rows_with_nominated_pods(fwk, pod)
-            nominated_statuses: dict[int, Status | None] = {}
-            feasible: list[NodeInfo] = []
-            if not per_node and not nominated_rows:
-                # Feasible rows in round-robin order from `start`, without building the order.
-                hits = np.flatnonzero(mask)
-                split = int(np.searchsorted(hits, start))
-                candidates = np.concatenate((hits[split:], hits[:split]))
-                chosen_rows = candidates[:num_to_find]
-                feasible = [infos[r] for r in chosen_rows.tolist()]
-                self._feasible_rows = chosen_rows
-                if len(feasible) < num_to_find:
-                    processed = n
-                else:
-                    processed = (int(chosen_rows[-1]) - start) % n + 1
-            else:
-                processed = n
-                order = _round_robin(n, start)
-                for position, row in enumerate(order.tolist()):
-                    info = infos[row]
-                    if not mask[row]:
-                        # Rejected without nominated pods, so the two-pass check's second pass
-                        # rejects it too; its exact reason is only needed by the diagnosis.
-                        ok = False
-                    elif row in nominated_rows:
-                        s = fwk.run_filter_plugins_with_nominated_pods(state, pod, info)
-                        if s is not None and s.code == Code.ERROR:
-                            status = s
-                            raise SchedulingError(s)
-                        nominated_statuses[row] = s
-                        ok = s is None
-                    elif per_node:
-                        s = fwk.run_filter_plugins_subset(per_node, state, pod, info)
-                        if s is not None and s.code == Code.ERROR:
-                            status = s
-                            raise SchedulingError(s)
-                        ok = s is None
-                    else:
-                        ok = True
-                    if ok:
-                        feasible.append(info)
-                        if len(feasible) == num_to_find:
-                            processed = position + 1
-                            break
-            self.next_start_node_index = (start + processed) % n
-            if not feasible:
-                order = _round_robin(n, start)
-                self._diagnose_all(
-                    fwk, state, pod, diagnosis, order, columns, nominated_rows, nominated_statuses
-                )
-            return feasible
-        finally:
-            fwk.observe_filter_duration(status, began)
-
-    def _rows_with_nominated_pods(self, fwk: Framework, pod: Pod) -> set[int]:
-        nominator = fwk.nominator
-        index = self.snapshot.table.index
-        rows: set[int] = set()
-        nodes_fn = getattr(nominator, "nominated_node_names", None)
-        names = nodes_fn() if callable(nodes_fn) else list(index)
-        for name in names:
-            row = index.get(name)
-            if row is not None and fwk.nominated_pods_to_add(pod, name):
-                rows.add(row)
-        return rows
-
-    def _diagnose_all(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pod: Pod,
-        diagnosis: Diagnosis,
-        order: npt.NDArray[np.intp],
-        columns: list[tuple[Any, BoolColumn | None]],
-        nominated_rows: set[int],
-        nominated_statuses: dict[int, Status | None],
+    def _scheduling_cycle(
+        self, fwk: Framework, state: CycleState, pinfo: QueuedPodInfo, start: float
     ) -> None:
-        """The pod fits nowhere: record each node's exact rejection, as the per-node path would.
+        self.s.cache.update_snapshot(self.s.snapshot)
+        pod = pinfo.pod
+        try:
+            result = self.s.algorithm.schedule_pod(fwk, state, pinfo)
+        except NoNodesAvailableError as err:
+            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
+            _observe_algorithm(start)
+            self.handle_scheduling_failure(fwk, pinfo, status, None, CLEAR_NOMINATED_NODE, start)
+            return
+        except FitError as fit:
+            nominating: NominatingInfo | None = CLEAR_NOMINATED_NODE
+            update_nomination = True
+            if fwk.has_post_filter_plugins():
+                pf_result, pf_status = fwk.run_post_filter_plugins(
+                    state, pod, fit.diagnosis.node_to_status
+                )
+                fit.diagnosis.post_filter_msg = pf_status.message()
+                if pf_status.code == Code.ERROR:
+                    log.error("PostFilter failed", pod=pod.key, status=pf_status.message())
+                nominating = pf_result.nominating_info if pf_result else None
+                update_nomination = not (pf_result and pf_result.plugin_owns_nomination)
+            _observe_algorithm(start)
+            self.handle_scheduling_failure(
+                fwk,
+                pinfo,
+                Status(Code.UNSCHEDULABLE),
+                fit,
+                nominating,
+                start,
+                update_nomination=update_nomination,
+            )
+            return
+        except SchedulingError as err:
+            _observe_algorithm(start)
+            log.error("error selecting node for pod", pod=pod.key, error=str(err))
+            self.handle_scheduling_failure(
+                fwk, pinfo, err.status, None, CLEAR_NOMINATED_NODE, start
+            )
+            return
+        _observe_algorithm(start)
+        self._assume_reserve_permit(fwk, state, pinfo, result, start)
 
-        Nodes with nominated pods take the two-pass path (once: the filter pass's statuses are
-        reused); elsewhere the batch columns say which plugin rejects first, and that plugin
-        gives the reasons of all its rows at once where it can (`first_rejections`)."""
-        infos = self.snapshot.node_info_list
-        plain = (
-            order[[row not in nominated_rows for row in order.tolist()]]
-            if nominated_rows
-            else order
-        )
-        plain_statuses = fwk.first_rejections(columns, state, pod, self.snapshot.table, plain)
-        by_row = dict(zip(plain.tolist(), plain_statuses, strict=True))
-        for row in order.tolist():
-            info = infos[row]
-            if row in by_row:
-                s = by_row[row]
-            elif row in nominated_statuses:
-                s = nominated_statuses[row]
-            else:
-                s = fwk.run_filter_plugins_with_nominated_pods(state, pod, info)
-            if s is None:
-                continue  # can only happen if the cluster changed under us; ignore
-            if s.code == Code.ERROR:
-                raise SchedulingError(s)
-            diagnosis.node_to_status.set(info.name, s)
-            _add_plugin_status(diagnosis, s)
-
-    def _filter_node_list(
+    def _assume_reserve_permit(
         self,
         fwk: Framework,
         state: CycleState,
-        pod: Pod,
-        diagnosis: Diagnosis,
-        nodes: list[NodeInfo],
-        track: bool,
-    ) -> list[NodeInfo]:
-        """Per-node filtering of an explicit node list (nominated node, PreFilter narrowing)."""
-        if not nodes:
-            return []
-        began = time.perf_counter()
-        status: Status | None = None
+        pinfo: QueuedPodInfo,
+        result: ScheduleResult,
+        start: float,
+    ) -> None:
+        host = result.suggested_host
+        assumed_pod = replace_pod(pinfo.pod, node_name=host)
+        assumed = replace(pinfo, pod=assumed_pod)
         try:
-            n = len(nodes)
-            num_to_find = self._num_to_find(fwk, n)
-            start = self.next_start_node_index % n
-            feasible: list[NodeInfo] = []
-            processed = n
-            for i in range(n):
-                info = nodes[(start + i) % n]
-                s = fwk.run_filter_plugins_with_nominated_pods(state, pod, info)
-                if s is None:
-                    feasible.append(info)
-                    if len(feasible) == num_to_find:
-                        processed = i + 1
-                        break
-                    continue
-                if s.code == Code.ERROR:
-                    status = s
-                    raise SchedulingError(s)
-                diagnosis.node_to_status.set(info.name, s)
-                _add_plugin_status(diagnosis, s)
-            if track:
-                total = len(self.snapshot)
-                self.next_start_node_index = (self.next_start_node_index + processed) % total
-            return feasible
-        finally:
-            fwk.observe_filter_duration(status, began)
+            self.s.cache.assume_pod(assumed_pod)
+        except CacheError as err:
+            self.handle_scheduling_failure(
+                fwk, pinfo, Status.as_error(err), None, CLEAR_NOMINATED_NODE, start
+            )
+            return
+        self.s.queue.delete_nominated_pod_if_exists(assumed_pod)
 
-    # --- scoring ----------------------------------------------------------------------------
-
-    def prioritize_and_select(
-        self, fwk: Framework, state: CycleState, pod: Pod, feasible: list[NodeInfo]
-    ) -> str:
-        if not fwk.has_score_plugins():
-            return feasible[self._rng.randrange(len(feasible))].name
-        status = fwk.run_pre_score_plugins(state, pod, feasible)
+        status = fwk.run_reserve_plugins_reserve(state, assumed_pod, host)
         if status is not None:
-            raise SchedulingError(status)
-        rows = self._feasible_rows
-        if rows is None or len(rows) != len(feasible):
-            index = self.snapshot.table.index
-            rows = np.fromiter((index[info.name] for info in feasible), np.intp, len(feasible))
-        totals, status = fwk.run_score_plugins(state, pod, self.snapshot.table, rows, feasible)
-        if status is not None or totals is None:
-            raise SchedulingError(status or Status(Code.ERROR, "score plugins returned nothing"))
-        best = np.flatnonzero(totals == totals.max())
-        pick = int(best[0]) if len(best) == 1 else int(best[self._rng.randrange(len(best))])
-        return feasible[pick].name
+            self._unreserve_and_forget(fwk, state, assumed_pod, host)
+            self.handle_scheduling_failure(
+                fwk,
+                pinfo,
+                status,
+                _fit_on_one_node(pinfo.pod, host, status),
+                CLEAR_NOMINATED_NODE,
+                start,
+            )
+            return
+
+        waits, status = fwk.run_permit_plugins(state, assumed_pod, host)
+        if status is not None and status.code == Code.WAIT:
+            fwk.add_waiting_pod(assumed_pod, waits)
+        elif status is not None:
+            self._unreserve_and_forget(fwk, state, assumed_pod, host)
+            self.handle_scheduling_failure(
+                fwk,
+                pinfo,
+                status,
+                _fit_on_one_node(pinfo.pod, host, status),
+                CLEAR_NOMINATED_NODE,
+                start,
+            )
+            return
+
+        if debug_enabled():
+            log.debug("pod assumed, binding asynchronously", pod=assumed_pod.key, node=host)
+        self.s.binding_pool.submit(self._binding_cycle, fwk, state, result, assumed, start)
+
+    def _unreserve_and_forget(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> None:
+        fwk.run_reserve_plugins_unreserve(state, pod, host)
+        try:
+            self.s.cache.forget_pod(pod)
+        except CacheError as err:
+            log.error("ForgetPod failed", pod=pod.key, error=str(err))
+
+    # --- binding cycle ----------------------------------------------------------------------
+
+    def _binding_cycle(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        result: ScheduleResult,
+        assumed: QueuedPodInfo,
+        start: float,
+    ) -> None:
+        self._binding_running.inc()
+        try:
+            status, fit = self._bind(fwk, state, result, assumed, start)
+            if status is not None:
+                self._handle_binding_failure(fwk, state, result, assumed, status, fit, start)
+        except Exception as err:
+            log.exception("unexpected error in binding cycle", pod=assumed.pod.key)
+            self._handle_binding_failure(
+                fwk, state, result, assumed, Status.as_error(err), None, start
+            )
+        finally:
+            self._binding_running.dec()
+
+    def _bind(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        result: ScheduleResult,
+        assumed: QueuedPodInfo,
+        start: float,
+    ) -> tuple[Status | None, FitError | None]:
+        pod = assumed.pod
+        host = result.suggested_host
+        status = fwk.wait_on_permit(pod)
+        if status is not None:
+            fit = _fit_on_one_node(pod, host, status) if status.is_rejected() else None
+            return status, fit
+        # From here on a failure is an error to retry with backoff, not "unschedulable".
+        self.s.queue.done(pod.uid)
+        status = fwk.run_pre_bind_plugins(state, pod, host)
+        if status is not None:
+            return status, None
+        # Holding the pod's write slot orders the binding after any status patch of an earlier
+        # attempt still running, and drops one still pending: it can never land afterwards.
+        with self.s.dispatcher.exclusive(POD_BINDING, pod.uid):
+            status = fwk.run_bind_plugins(state, pod, host)
+        if status is not None:
+            log.info("failed to bind pod", pod=pod.key, node=host, error=status.message())
+            return status, None
+        self.s.cache.finish_binding(pod)
+        self.s.recorder.eventf(
+            pod,
+            None,
+            "Normal",
+            "Scheduled",
+            "Binding",
+            f"Successfully assigned {pod.namespace}/{pod.name} to {host}",
+        )
+        log.info(
+            "successfully bound pod to node",
+            pod=pod.key,
+            node=host,
+            evaluated_nodes=result.evaluated_nodes,
+            feasible_nodes=result.feasible_nodes,
+        )
+        elapsed = time.perf_counter() - start
+        metrics.schedule_attempts.labels(metrics.SCHEDULED, fwk.profile_name).inc()
+        metrics.scheduling_attempt_duration.labels(metrics.SCHEDULED, fwk.profile_name).observe(
+            elapsed
+        )
+        metrics.pod_scheduling_attempts.observe(assumed.attempts)
+        if assumed.initial_attempt_timestamp is not None:
+            metrics.pod_scheduling_sli_duration.labels(attempts_label(assumed.attempts)).observe(
+                self.s.clock.now() - assumed.initial_attempt_timestamp
+            )
+        fwk.run_post_bind_plugins(state, pod, host)
+        return None, None
+
+    def _handle_binding_failure(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        result: ScheduleResult,
+        assumed: QueuedPodInfo,
+        status: Status,
+        fit: FitError | None,
+        start: float,
+    ) -> None:
+        pod = assumed.pod
+        fwk.run_reserve_plugins_unreserve(state, pod, result.suggested_host)
+        forgotten = True
+        try:
+            self.s.cache.forget_pod(pod)
+        except Exception as err:
+            forgotten = False
+            log.error("ForgetPod failed", pod=pod.key, error=str(err))
+        queue = self.s.queue
+        if forgotten and not status.is_rejected():
+            queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, pod, None)
+        self.handle_scheduling_failure(fwk, assumed, status, fit, CLEAR_NOMINATED_NODE, start)
+        if forgotten and status.is_rejected():
+            # After requeueing, so the freed resources do not move the pod itself.
+            uid = pod.uid
+            queue.move_all_to_active_or_backoff_queue(
+                EVENT_ASSIGNED_POD_DELETE, pod, None, lambda p: p.uid != uid
+            )
+
+    # --- failures ---------------------------------------------------------------------------
+
+    def handle_scheduling_failure(
+        self,
+        fwk: Framework,
+        pinfo: QueuedPodInfo,
+        status: Status,
+        fit: FitError | None,
+        nominating: NominatingInfo | None,
+        start: float,
+        *,
+        update_nomination: bool = True,
+    ) -> None:
+        """Requeues the pod with its rejectors, records the event and the PodScheduled condition,
+        and applies `nominating` unless a plugin owns the nomination (asynchronous preemption)."""
+        rejected = status.is_rejected()
+        reason = "Unschedulable" if rejected else "SchedulerError"
+        result_label = metrics.UNSCHEDULABLE if rejected else metrics.ERROR
+        elapsed = time.perf_counter() - start
+        metrics.schedule_attempts.labels(result_label, fwk.profile_name).inc()
+        metrics.scheduling_attempt_duration.labels(result_label, fwk.profile_name).observe(elapsed)
+
+        pinfo = replace(pinfo, unschedulable_plugins=set(), pending_plugins=set())
+        pod = pinfo.pod
+        message = fit.message() if fit is not None else status.message()
+        if fit is not None:
+            pinfo.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
+            pinfo.pending_plugins = set(fit.diagnosis.pending_plugins)
+            log.info("unable to schedule pod; no fit; waiting", pod=pod.key, err=message)
+        elif rejected:
+            log.info("unable to schedule pod; waiting", pod=pod.key, err=message)
+        else:
+            log.error("error scheduling pod; retrying", pod=pod.key, err=message)
+
+        queue = self.s.queue
+        cached = self.s.pod_lookup(pod.key)
+        requeue = False
+        if cached is None:
+            log.info("pod doesn't exist in informer cache", pod=pod.key)
+            queue.done(pod.uid)
+        elif cached.node_name:
+            log.info("pod has been assigned to node; not requeueing", pod=pod.key)
+            queue.done(pod.uid)
+        elif cached.uid != pod.uid:
+            log.info("pod was recreated while handling scheduling failure", pod=pod.key)
+            queue.done(pod.uid)
+            return
+        else:
+            pod = cached
+            requeue = True
+
+        if not update_nomination:
+            nominating = None
+        # The recorder cuts the note to the Events API's limit.
+        self.s.recorder.eventf(pod, None, "Warning", "FailedScheduling", "Scheduling", message)
+        # The status patch is queued before the pod can be popped again, so the dispatcher sees
+        # it before any later binding of the pod, which then drops or waits for it. A pod the
+        # informer already shows bound gets no PodScheduled=False at all.
+        if cached is None or not cached.node_name:
+            self._patch_pod_scheduled_false(pod, reason, message, nominating)
+        if requeue:
+            pinfo.pod = pod
+            queue.add_unschedulable_if_not_present(pinfo, queue.scheduling_cycle)
+        if update_nomination:
+            queue.add_nominated_pod(pod, nominating)
+
+    def _patch_pod_scheduled_false(
+        self, pod: Pod, reason: str, message: str, nominating: NominatingInfo | None
+    ) -> None:
+        patch = pod_scheduled_condition_patch(pod, reason, message, nominating, self.s.clock.now())
+        if patch is not None:
+            api = self.s.api
+            self.s.dispatcher.submit(
+                POD_STATUS_PATCH, pod.uid, lambda: api.patch_pod_status(pod, patch)
+            )
 
 
-def _round_robin(n: int, start: int) -> npt.NDArray[np.intp]:
-    """Row numbers 0..n-1 rotated to begin at `start`."""
-    rows: npt.NDArray[np.intp] = (np.arange(n, dtype=np.intp) + start) % n
-    return rows
+def pod_scheduled_condition_patch(
+    pod: Pod,
+    reason: str,
+    message: str,
+    nominating: NominatingInfo | None,
+    now: float,
+) -> dict[str, Any] | None:
+    """The strategic merge patch for pods/status kube-scheduler sends after a failed attempt:
+    PodScheduled=False, and the nominated node when preemption set or cleared one; None when
+    the status already says this."""
+    status: dict[str, Any] = {}
+    condition = condition_update(pod, "PodScheduled", "False", reason, message, now)
+    if condition is not None:
+        condition["lastProbeTime"] = None
+        status["conditions"] = [condition]
+    if (
+        nominating is not None
+        and nominating.mode == NominatingMode.OVERRIDE
+        and pod.nominated_node_name != nominating.nominated_node_name
+    ):
+        status["nominatedNodeName"] = nominating.nominated_node_name or None
+    if not status:
+        return None
+    return {"status": status}
 
 
-def _add_plugin_status(diagnosis: Diagnosis, status: Status) -> None:
-    if not status.plugin:
-        return
-    if status.is_rejected():
+def _fit_on_one_node(pod: Pod, host: str, status: Status) -> FitError | None:
+    """Reserve/Permit rejections read like a FitError on that one node; errors do not."""
+    if not status.is_rejected():
+        return None
+    diagnosis = Diagnosis()
+    diagnosis.node_to_status.set(host, status)
+    if status.plugin:
         diagnosis.unschedulable_plugins.add(status.plugin)
-    if status.code == Code.PENDING:
-        diagnosis.pending_plugins.add(status.plugin)
+    return FitError(pod, 1, diagnosis)
+
+
+def _observe_algorithm(start: float) -> None:
+    metrics.scheduling_algorithm_duration.observe(time.perf_counter() - start)
+
+
+def attempts_label(attempts: int) -> str:
+    return "15+" if attempts >= 15 else str(attempts)

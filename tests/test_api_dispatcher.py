@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler.api_dispatcher import POD_BINDING, POD_STATUS_PATCH, ApiDispatcher
+from scheduler.backend.api_dispatcher import POD_BINDING, POD_STATUS_PATCH, ApiDispatcher
 
 
 @pytest.fixture

@@ -6,13 +6,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from scheduler.algorithm import SchedulingAlgorithm, num_feasible_nodes_to_find
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
 from scheduler.framework.registry import PluginSpec, Registry
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo
-from scheduler.schedule_one import SchedulingAlgorithm, num_feasible_nodes_to_find
 from tests.builders import make_node, make_pod
 from tests.core_harness import PROFILE, Harness, profile_spec, registry
 

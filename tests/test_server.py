@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from scheduler import metrics
-from scheduler.server import HealthServer
+from scheduler.cmd.server import HealthServer
 
 
 class Ready:

@@ -6,11 +6,10 @@ so one malformed object never stops the scheduler.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
 
+from scheduler.api.json_types import JsonView
 from scheduler.api.labels import (
     LabelSelector,
     NodeSelector,
@@ -35,8 +34,6 @@ from scheduler.api.pod_resources import compute_pod_resources
 from scheduler.api.quantity import QuantityError
 from scheduler.api.resources import Resource
 
-Json = Mapping[str, Any]
-
 
 class ParseError(ValueError):
     """An API object the scheduler cannot use; the message names the field."""
@@ -55,13 +52,13 @@ def format_time(when: float) -> str:
     return datetime.fromtimestamp(int(when), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _taints(raw: list[Json] | None) -> tuple[Taint, ...]:
+def _taints(raw: list[JsonView] | None) -> tuple[Taint, ...]:
     return tuple(
         Taint(t.get("key", ""), t.get("value", "") or "", t.get("effect", "")) for t in raw or ()
     )
 
 
-def _tolerations(raw: list[Json] | None) -> tuple[Toleration, ...]:
+def _tolerations(raw: list[JsonView] | None) -> tuple[Toleration, ...]:
     return tuple(
         Toleration(
             t.get("key", "") or "",
@@ -74,7 +71,7 @@ def _tolerations(raw: list[Json] | None) -> tuple[Toleration, ...]:
     )
 
 
-def _host_ports(spec: Json) -> tuple[HostPort, ...]:
+def _host_ports(spec: JsonView) -> tuple[HostPort, ...]:
     ports = []
     for group in ("initContainers", "containers"):
         for container in spec.get(group) or ():
@@ -94,7 +91,7 @@ def _host_ports(spec: Json) -> tuple[HostPort, ...]:
 
 
 def _node_affinity(
-    affinity: Json | None,
+    affinity: JsonView | None,
 ) -> tuple[NodeSelector | None, tuple[PreferredSchedulingTerm, ...]]:
     node_affinity = (affinity or {}).get("nodeAffinity") or {}
     required_raw = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -108,7 +105,7 @@ def _node_affinity(
     return required, preferred
 
 
-def parse_pod(obj: Json) -> Pod:
+def parse_pod(obj: JsonView) -> Pod:
     """Builds a Pod from its API JSON."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
@@ -173,7 +170,7 @@ def parse_pod(obj: Json) -> Pod:
     )
 
 
-def parse_node(obj: Json) -> Node:
+def parse_node(obj: JsonView) -> Node:
     """Builds a Node from its API JSON."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
@@ -201,7 +198,7 @@ def parse_node(obj: Json) -> Node:
     )
 
 
-def parse_pdb(obj: Json) -> PodDisruptionBudget:
+def parse_pdb(obj: JsonView) -> PodDisruptionBudget:
     """Builds a PodDisruptionBudget from its API JSON."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}

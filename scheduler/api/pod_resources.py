@@ -12,6 +12,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from scheduler.api.json_types import JsonView
 from scheduler.api.quantity import QuantityError, parse_quantity
 from scheduler.api.resources import (
     CPU,
@@ -25,8 +26,7 @@ from scheduler.api.resources import (
 )
 
 ResourceList = dict[str, Fraction]
-Json = Mapping[str, Any]
-ContainerRequestsFn = Callable[[Json, Json | None, bool], Mapping[str, Any] | None]
+ContainerRequestsFn = Callable[[JsonView, JsonView | None, bool], Mapping[str, Any] | None]
 
 _NON_MISSING_DEFAULTS: ResourceList = {
     CPU: Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000),
@@ -53,12 +53,14 @@ def _is_pod_level_resource(name: str) -> bool:
     return name in (CPU, MEMORY) or name.startswith("hugepages-")
 
 
-def _spec_requests(container: Json, _status: Json | None, _infeasible: bool) -> Mapping[str, Any]:
+def _spec_requests(
+    container: JsonView, _status: JsonView | None, _infeasible: bool
+) -> Mapping[str, Any]:
     return (container.get("resources") or {}).get("requests") or {}
 
 
 def _allocated_requests(
-    container: Json, status: Json | None, infeasible: bool
+    container: JsonView, status: JsonView | None, infeasible: bool
 ) -> Mapping[str, Any] | None:
     if status is not None and status.get("allocatedResources") is not None:
         return status["allocatedResources"]  # type: ignore[no-any-return]
@@ -66,7 +68,7 @@ def _allocated_requests(
 
 
 def _actuated_requests(
-    container: Json, status: Json | None, infeasible: bool
+    container: JsonView, status: JsonView | None, infeasible: bool
 ) -> Mapping[str, Any] | None:
     if status is not None:
         actual = (status.get("resources") or {}).get("requests")
@@ -78,13 +80,13 @@ def _actuated_requests(
 
 
 def _aggregate(
-    spec: Json,
-    statuses: Mapping[str, Json],
+    spec: JsonView,
+    statuses: Mapping[str, JsonView],
     fn: ContainerRequestsFn,
     infeasible: bool,
     non_missing: ResourceList | None,
 ) -> ResourceList:
-    def requests_of(container: Json) -> ResourceList:
+    def requests_of(container: JsonView) -> ResourceList:
         reqs = _as_list(fn(container, statuses.get(container.get("name", "")), infeasible))
         if non_missing:
             for name, amount in non_missing.items():
@@ -109,14 +111,14 @@ def _aggregate(
     return result
 
 
-def _resize_infeasible(status: Json) -> bool:
+def _resize_infeasible(status: JsonView) -> bool:
     for cond in status.get("conditions") or []:
         if cond.get("type") == "PodResizePending":
             return bool(cond.get("reason") == "Infeasible")
     return False
 
 
-def _pod_requests(pod: Json, non_missing: ResourceList | None) -> ResourceList:
+def _pod_requests(pod: JsonView, non_missing: ResourceList | None) -> ResourceList:
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     statuses = {
@@ -170,7 +172,7 @@ def _exact_scaled(text: str | int | float, scale: int) -> int | None:
     return amount.numerator if amount.denominator == 1 else None
 
 
-def _simple_pod_resources(pod: Json) -> tuple[Resource, int, int] | None:
+def _simple_pod_resources(pod: JsonView) -> tuple[Resource, int, int] | None:
     """The common shape (plain containers with whole-milli/whole-byte requests) without
     fractions; None sends anything else to the exact general path. Summing exact integers
     gives the same result as summing quantities and rounding once."""
@@ -220,7 +222,7 @@ def _simple_pod_resources(pod: Json) -> tuple[Resource, int, int] | None:
     return res, non0_cpu, non0_mem
 
 
-def compute_pod_resources(pod: Json) -> tuple[Resource, int, int]:
+def compute_pod_resources(pod: JsonView) -> tuple[Resource, int, int]:
     """Returns (requests, non-zero milli-CPU, non-zero memory) for a pod's API JSON."""
     simple = _simple_pod_resources(pod)
     if simple is not None:

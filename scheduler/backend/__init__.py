@@ -1,1 +1,1 @@
-"""Synchronous scheduler state machines: the scheduling queue and the node/pod cache."""
+"""Scheduler state machines: the scheduling queue, the node/pod cache and the API dispatcher."""

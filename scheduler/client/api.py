@@ -16,12 +16,11 @@ from urllib.parse import quote
 import orjson
 
 from scheduler.api.errors import ApiError, is_retriable, is_retriable_with_conflict
+from scheduler.api.json_types import Json
 from scheduler.api.objects import Pod
 from scheduler.api.parse import parse_pod
 from scheduler.client.backoff import retry_on_error
 from scheduler.client.rest import STRATEGIC_MERGE_PATCH, RestClient
-
-Json = dict[str, Any]
 
 
 def _seg(value: str) -> str:

@@ -31,6 +31,7 @@ import structlog
 
 from scheduler import metrics
 from scheduler.api.errors import ApiConnectionError, ApiError
+from scheduler.api.json_types import Json
 from scheduler.api.objects import Node, Pod
 from scheduler.client.api import KubeApi
 from scheduler.client.backoff import jittered
@@ -38,7 +39,6 @@ from scheduler.clock import Clock, RealClock
 
 log = structlog.get_logger(__name__)
 
-Json = dict[str, Any]
 
 NORMAL = "Normal"
 WARNING = "Warning"

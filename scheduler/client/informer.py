@@ -20,13 +20,13 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 
+from scheduler.api.json_types import Json
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
 from scheduler.api.parse import parse_node, parse_pdb, parse_pod
 from scheduler.client.backoff import Backoff
 from scheduler.client.reflector import (
     DEFAULT_PAGE_SIZE,
     MIN_WATCH_TIMEOUT,
-    Json,
     ListWatchSpec,
     Reflector,
 )

@@ -20,13 +20,13 @@ import structlog
 
 from scheduler import metrics
 from scheduler.api.errors import ApiConnectionError, ApiError
+from scheduler.api.json_types import Json
 from scheduler.client.backoff import jittered
 from scheduler.client.events import ObjectRef, micro_time
 from scheduler.clock import Clock, RealClock
 
 log = structlog.get_logger(__name__)
 
-Json = dict[str, Any]
 
 JITTER_FACTOR = 1.2
 

@@ -22,19 +22,19 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import orjson
 import structlog
 
 from scheduler.api.errors import ApiConnectionError, ApiError
+from scheduler.api.json_types import Json
 from scheduler.client.backoff import Backoff
 from scheduler.client.rest import Query, RestClient, StreamResponse
 from scheduler.client.watch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, LineSplitter
 
 log = structlog.get_logger(__name__)
 
-Json = dict[str, Any]
 
 DEFAULT_PAGE_SIZE = 500
 MIN_WATCH_TIMEOUT = 300.0  # watches last a random 5-10 minutes, as client-go's

@@ -31,6 +31,7 @@ from scheduler.client.leaderelection import LeaderElectionConfig, LeaderElector
 from scheduler.client.rest import RestClient
 from scheduler.clock import RealClock
 from scheduler.cmd.options import Options
+from scheduler.cmd.server import HealthServer
 from scheduler.config.types import KubeSchedulerConfiguration
 from scheduler.eventhandlers import EventHandlers, PodTransform, transform_node
 from scheduler.features import FeatureGates
@@ -39,7 +40,6 @@ from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework, FrameworkError, FrameworkServices
 from scheduler.plugins.registry import full_registry
 from scheduler.scheduler import Scheduler
-from scheduler.server import HealthServer
 
 log = structlog.get_logger(__name__)
 
@@ -101,7 +101,7 @@ class App:
         config = self.options.config
         conn = config.client_connection
         client_config = load_client_config(
-            self.options.kubeconfig or conn.kubeconfig or None,
+            conn.kubeconfig or None,
             master=self.options.master or None,
             qps=conn.qps,
             burst=conn.burst,
@@ -216,11 +216,7 @@ class App:
             address=f"{self.options.bind_address}:{self.server.port}",
         )
         election = config.leader_election
-        leader_elect = (
-            election.leader_elect
-            if self.options.leader_elect is None
-            else (self.options.leader_elect)
-        )
+        leader_elect = election.leader_elect
         if not config.delay_cache_until_active or not leader_elect:
             self.start_informers()
         if not leader_elect:

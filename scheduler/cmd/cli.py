@@ -178,12 +178,10 @@ def options_from_args(args: argparse.Namespace, config: KubeSchedulerConfigurati
         config.leader_election.leader_elect = args.leader_elect
     return Options(
         config=config,
-        kubeconfig=args.kubeconfig,
         master=args.master,
         feature_gates=args.feature_gates,
         bind_address=args.bind_address,
         port=args.port,
-        leader_elect=args.leader_elect,
         log_format=args.log_format,
         verbosity=args.verbosity,
         pod_max_in_unschedulable_pods_duration=args.pod_max_in_unschedulable_pods_duration,

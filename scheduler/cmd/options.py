@@ -13,15 +13,14 @@ DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
 
 @dataclass
 class Options:
-    """Everything app.run needs; flags that override the file are already applied to `config`."""
+    """Everything app.run needs. Flags that override the file (--kubeconfig, --leader-elect) are
+    applied to `config` by the CLI, the one place that decides them; /configz shows the result."""
 
     config: KubeSchedulerConfiguration
-    kubeconfig: str | None = None  # --kubeconfig; None: clientConnection.kubeconfig, in-cluster
     master: str | None = None  # --master: API server URL, overrides the kubeconfig's
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     bind_address: str = "0.0.0.0"  # of the plain-HTTP /metrics, /healthz, /readyz server
     port: int = DEFAULT_PORT  # 0 picks a free port
-    leader_elect: bool | None = None  # --leader-elect; None: leaderElection.leaderElect
     log_format: str = "json"  # json | console
     verbosity: int = 0  # klog-style -v; 4 and above logs at debug
     pod_max_in_unschedulable_pods_duration: float = DEFAULT_MAX_IN_UNSCHEDULABLE  # seconds

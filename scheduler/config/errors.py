@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-
-def _go_value(value: Any) -> str:
-    """How Go's field errors print a value: strings quoted, numbers and bools bare."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, default=str, separators=(",", ":"))
+from scheduler.api import field
 
 
 @dataclass(frozen=True)
@@ -28,15 +18,15 @@ class FieldError:
 
     @classmethod
     def invalid(cls, path: str, value: Any, detail: str) -> FieldError:
-        return cls(path, f"Invalid value: {_go_value(value)}: {detail}")
+        return cls(path, field.invalid(value, detail))
 
     @classmethod
     def required(cls, path: str, detail: str = "") -> FieldError:
-        return cls(path, f"Required value: {detail}" if detail else "Required value")
+        return cls(path, field.required(detail))
 
     @classmethod
     def duplicate(cls, path: str, value: Any) -> FieldError:
-        return cls(path, f"Duplicate value: {_go_value(value)}")
+        return cls(path, field.duplicate(value))
 
     @classmethod
     def unknown(cls, path: str) -> FieldError:

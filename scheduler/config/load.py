@@ -16,8 +16,8 @@ from scheduler.config.defaults import default_plugins, merge_plugins
 from scheduler.config.duration import parse_duration
 from scheduler.config.errors import ConfigError, FieldError
 from scheduler.config.types import (
-    DEFAULT_SCHEDULER_NAME,
     PLUGIN_POINTS,
+    PYSCHED_NAME,
     ClientConnection,
     KubeSchedulerConfiguration,
     LeaderElection,
@@ -233,7 +233,7 @@ def parse_config(
     if len(cfg.profiles) == 1 and not cfg.profiles[0].scheduler_name:
         explicit = raw_profiles and isinstance(raw_profiles[0], Mapping)
         if not explicit or raw_profiles[0].get("schedulerName") is None:
-            cfg.profiles[0].scheduler_name = DEFAULT_SCHEDULER_NAME
+            cfg.profiles[0].scheduler_name = PYSCHED_NAME
 
     errors = d.errors + validate(cfg) + extender_errors
     if errors:

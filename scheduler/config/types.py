@@ -14,7 +14,9 @@ from scheduler.framework.profile_spec import (
     ProfileSpec,
 )
 
-DEFAULT_SCHEDULER_NAME = "kube-pysched"
+#: The default profile's schedulerName and the leader-election lease name (kube-scheduler uses
+#: "default-scheduler", which is api.objects.DEFAULT_SCHEDULER_NAME, the API's default).
+PYSCHED_NAME = "kube-pysched"
 PLUGIN_POINTS = (MULTI_POINT, *EXTENSION_POINTS)
 
 
@@ -95,7 +97,7 @@ class LeaderElection:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     resource_lock: str = "leases"
-    resource_name: str = DEFAULT_SCHEDULER_NAME
+    resource_name: str = PYSCHED_NAME
     resource_namespace: str = "kube-system"
 
     def to_dict(self) -> dict[str, Any]:

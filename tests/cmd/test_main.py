@@ -79,7 +79,9 @@ def test_defaults_without_flags(captured: list[Options]) -> None:
         "DefaultBinder",
     ]
     assert (options.bind_address, options.port) == ("0.0.0.0", 10259)
-    assert (options.kubeconfig, options.master, options.leader_elect) == (None, None, None)
+    assert options.master is None
+    assert options.config.client_connection.kubeconfig == ""
+    assert options.config.leader_election.leader_elect is True  # kube-scheduler's default
     assert (options.log_format, options.verbosity) == ("json", 0)
     assert options.pod_max_in_unschedulable_pods_duration == 300.0
     assert options.feature_gates.enabled("SchedulerQueueingHints")
@@ -113,10 +115,9 @@ def test_flags_and_config_file(captured: list[Options], tmp_path: Path) -> None:
     assert code == 0
     (options,) = captured
     assert options.config.parallelism == 3
-    assert (options.kubeconfig, options.master) == ("/kc", "http://127.0.0.1:8080")
+    assert options.master == "http://127.0.0.1:8080"
     assert not options.feature_gates.enabled("SchedulerQueueingHints")
     assert (options.bind_address, options.port) == ("127.0.0.1", 0)
-    assert options.leader_elect is False
     assert (options.log_format, options.verbosity) == ("console", 4)
     assert options.pod_max_in_unschedulable_pods_duration == 90.0
     # Flags win over the file, and /configz shows what is in effect.
@@ -128,7 +129,8 @@ def test_leader_elect_alone_means_true_and_secure_port_is_an_alias(
     captured: list[Options],
 ) -> None:
     assert cli.main(["--leader-elect", "--secure-port", "12345", "-v", "2"]) == 0
-    assert (captured[0].leader_elect, captured[0].port, captured[0].verbosity) == (
+    leader_elect = captured[0].config.leader_election.leader_elect
+    assert (leader_elect, captured[0].port, captured[0].verbosity) == (
         True,
         12345,
         2,

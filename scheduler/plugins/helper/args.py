@@ -6,11 +6,11 @@ its path, several are joined as ToAggregate prints them ("[p1: m1, p2: m2]").
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.api import field
 from scheduler.framework.registry import ArgsError
 
 LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
@@ -29,17 +29,6 @@ _DNS_SUBDOMAIN_RE = re.compile(_DNS_SUBDOMAIN_FMT)
 _ARGS_ENVELOPE = ("apiVersion", "kind")
 
 
-def go_value(value: Any) -> str:
-    """How field.Error renders a bad value: strings quoted, numbers bare."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, separators=(",", ":"))
-
-
 class FieldErrors:
     """An ordered list of (path, message) in field.Error's wording."""
 
@@ -47,22 +36,19 @@ class FieldErrors:
         self.items: list[tuple[str, str]] = []
 
     def invalid(self, path: str, value: Any, detail: str) -> None:
-        self.items.append((path, f"Invalid value: {go_value(value)}: {detail}"))
+        self.items.append((path, field.invalid(value, detail)))
 
     def required(self, path: str, detail: str) -> None:
-        self.items.append((path, f"Required value: {detail}"))
+        self.items.append((path, field.required(detail)))
 
     def forbidden(self, path: str, detail: str) -> None:
-        self.items.append((path, f"Forbidden: {detail}"))
+        self.items.append((path, field.forbidden(detail)))
 
     def duplicate(self, path: str, value: Any) -> None:
-        self.items.append((path, f"Duplicate value: {go_value(value)}"))
+        self.items.append((path, field.duplicate(value)))
 
     def not_supported(self, path: str, value: Any, supported: tuple[str, ...]) -> None:
-        quoted = ", ".join(json.dumps(v) for v in supported)
-        self.items.append(
-            (path, f"Unsupported value: {go_value(value)}: supported values: {quoted}")
-        )
+        self.items.append((path, field.not_supported(value, supported)))
 
     def raise_if_any(self) -> None:
         if len(self.items) == 1:
@@ -118,7 +104,7 @@ def check_object(raw: Any, path: str, known: tuple[str, ...]) -> Mapping[str, An
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise ArgsError(path, f"Invalid value: {go_value(raw)}: must be an object")
+        raise ArgsError(path, field.invalid(raw, "must be an object"))
     for key in raw:
         if key not in known:
             raise ArgsError(f"{path}.{key}" if path else key, f'unknown field "{key}"')
@@ -134,7 +120,7 @@ def check_list(raw: Any, path: str) -> list[Any]:
     if raw is None:
         return []
     if not isinstance(raw, list):
-        raise ArgsError(path, f"Invalid value: {go_value(raw)}: must be a list")
+        raise ArgsError(path, field.invalid(raw, "must be a list"))
     return raw
 
 
@@ -145,7 +131,7 @@ def check_int(raw: Mapping[str, Any], key: str, path: str) -> int:
         return 0
     field_path = f"{path}.{key}" if path else key
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgsError(field_path, f"Invalid value: {go_value(value)}: must be an integer")
+        raise ArgsError(field_path, field.invalid(value, "must be an integer"))
     if not -(2**31) <= value < 2**31:
         raise ArgsError(field_path, f"Invalid value: {value}: out of range for int32")
     return value

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.api import field
 from scheduler.api.labels import (
     DOES_NOT_EXIST,
     EXISTS,
@@ -30,7 +31,6 @@ from scheduler.plugins.helper.args import (
     FieldErrors,
     check_list,
     check_object,
-    go_value,
     label_key_errors,
     regex_error,
 )
@@ -69,7 +69,7 @@ def _label_value_errors(value: str) -> list[str]:
 def _strings(raw: Any, path: str) -> list[str]:
     values = check_list(raw, path)
     if not all(isinstance(v, str) for v in values):
-        raise ArgsError(path, f"Invalid value: {go_value(values)}: must be a list of strings")
+        raise ArgsError(path, field.invalid(values, "must be a list of strings"))
     return values
 
 
@@ -172,7 +172,7 @@ def _preferred(raw: Any, path: str, errs: FieldErrors) -> tuple[PreferredSchedul
         item = check_object(raw_item, item_path, ("weight", "preference"))
         weight = item.get("weight", 0)
         if not isinstance(weight, int) or isinstance(weight, bool):
-            raise ArgsError(f"{item_path}.weight", f"Invalid value: {go_value(weight)}")
+            raise ArgsError(f"{item_path}.weight", f"Invalid value: {field.go_value(weight)}")
         term = _term(item.get("preference"), f"{item_path}.preference", errs)
         # kube-scheduler ignores zero-weight and empty terms: they can never add to a score.
         if weight != 0 and term is not None and (term.expressions or term.fields):

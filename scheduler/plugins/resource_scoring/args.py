@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler.api import field
 from scheduler.framework.registry import ArgsError
 from scheduler.plugins.helper.args import (
     check_int,
     check_list,
     check_object,
-    go_value,
 )
 from scheduler.plugins.resource_scoring.spec import DEFAULT_RESOURCES, ResourceSpec
 
@@ -18,7 +18,7 @@ def check_strings(raw: Any, path: str) -> list[str]:
     values = check_list(raw, path)
     for i, value in enumerate(values):
         if not isinstance(value, str):
-            raise ArgsError(f"{path}[{i}]", f"Invalid value: {go_value(value)}: must be a string")
+            raise ArgsError(f"{path}[{i}]", field.invalid(value, "must be a string"))
     return values
 
 
@@ -33,9 +33,7 @@ def decode_resource_specs(raw: Any, path: str) -> tuple[ResourceSpec, ...]:
         obj = check_object(item, item_path, ("name", "weight"))
         name = obj.get("name", "")
         if not isinstance(name, str):
-            raise ArgsError(
-                f"{item_path}.name", f"Invalid value: {go_value(name)}: must be a string"
-            )
+            raise ArgsError(f"{item_path}.name", field.invalid(name, "must be a string"))
         weight = check_int(obj, "weight", item_path)
         specs.append(ResourceSpec(name, weight or 1))
     return tuple(specs)
