@@ -330,6 +330,8 @@ class Scheduler:
 
         if not update_nomination:
             nominating = None
+        note = truncate_message(message)
+        self.recorder.eventf(pod, None, "Warning", "FailedScheduling", "Scheduling", note)
         # The status patch is queued before the pod can be popped again, so the dispatcher sees
         # it before any later binding of the pod, which then drops or waits for it. A pod the
         # informer already shows bound gets no PodScheduled=False at all.
@@ -346,5 +348,3 @@ class Scheduler:
             self.queue.add_unschedulable_if_not_present(pinfo, self.queue.scheduling_cycle)
         if update_nomination:
             self.queue.add_nominated_pod(pod, nominating)
-        note = truncate_message(message)
-        self.recorder.eventf(pod, None, "Warning", "FailedScheduling", "Scheduling", note)
