@@ -6,6 +6,7 @@ from kubernetes import client as k8s
 
 from e2e.cluster import is_gone, is_running, wait_for, wait_for_pod
 from e2e.cluster.kwok import stage_names
+from e2e.cluster.nodes import NODE_AGENTS, NodeFactory, node_ip, wait_node_agents_running
 
 GRACE_SECONDS = 5
 
@@ -58,8 +59,51 @@ def test_kwok_renews_node_leases(
 def test_shipped_stages_are_the_ones_documented() -> None:
     assert stage_names() == [
         "node-initialize",
+        "node-allocatable",
         "node-heartbeat-with-lease",
         "pod-ready",
         "pod-complete",
         "pod-delete",
     ]
+
+
+def test_nodes_look_like_a_kubelets(core_v1: k8s.CoreV1Api, kwok_node: k8s.V1Node) -> None:
+    """Addresses and ephemeral storage as a registering kubelet reports them."""
+    name = kwok_node.metadata.name
+    node = core_v1.read_node(name)
+    addresses = {a.type: a.address for a in node.status.addresses}
+    assert addresses == {"InternalIP": node_ip(name), "Hostname": name}
+    assert node.status.allocatable["ephemeral-storage"] == "100Gi"
+
+
+def test_extended_capacity_appears_in_allocatable(
+    core_v1: k8s.CoreV1Api, kwok_node: k8s.V1Node
+) -> None:
+    """Capacity-only status writes (as Kubernetes' e2e specs do) reach allocatable, and back."""
+    name = kwok_node.metadata.name
+    resource = "example.com/beardsecond"
+
+    def allocatable_is(expected: str | None) -> bool | str:
+        got = (core_v1.read_node(name).status.allocatable or {}).get(resource)
+        return got == expected or f"allocatable {resource}={got}, want {expected}"
+
+    # A full status update that leaves allocatable as it was, like the pod-overhead spec.
+    node = core_v1.read_node(name)
+    node.status.capacity[resource] = "1k"
+    core_v1.replace_node_status(name, node)
+    wait_for(lambda: allocatable_is("1k"), timeout=30, what="extended allocatable")
+    assert core_v1.read_node(name).status.allocatable["cpu"] == "32"
+
+    core_v1.patch_node_status(name, {"status": {"capacity": {resource: None}}})
+    wait_for(lambda: allocatable_is(None), timeout=30, what="extended allocatable removed")
+
+
+def test_node_agents_run_on_their_node(core_v1: k8s.CoreV1Api, kwok_nodes: NodeFactory) -> None:
+    """The per-node system pods of Kubernetes' e2e framework, bound and Running."""
+    (node,) = kwok_nodes(1, agents=True)
+    name = node.metadata.name
+    wait_node_agents_running(core_v1, [name])
+    pods = core_v1.list_namespaced_pod("kube-system", field_selector=f"spec.nodeName={name}")
+    assert sorted(p.metadata.name for p in pods.items) == sorted(
+        f"{agent}-{name}" for agent in NODE_AGENTS
+    )

@@ -11,10 +11,12 @@ See docs/testing.md for the layout, ports, certificates and the CLI.
 
 from e2e.cluster.build import BuildError, bin_dir_for, build, cache_root, ensure_kwok, is_built
 from e2e.cluster.controlplane import ControlPlane, ProcessDiedError, SchedulerHandle
+from e2e.cluster.e2etest import build_e2e_test, e2e_test_path, is_e2e_test_built
 from e2e.cluster.external import ExternalCluster
 from e2e.cluster.nodes import (
     create_kwok_node,
     create_kwok_nodes,
+    create_node_agents,
     delete_kwok_nodes,
     kwok_node_manifest,
     wait_nodes_ready,
@@ -36,12 +38,16 @@ __all__ = [
     "SchedulerHandle",
     "bin_dir_for",
     "build",
+    "build_e2e_test",
     "cache_root",
     "create_kwok_node",
     "create_kwok_nodes",
+    "create_node_agents",
     "delete_kwok_nodes",
+    "e2e_test_path",
     "ensure_kwok",
     "is_built",
+    "is_e2e_test_built",
     "is_gone",
     "is_running",
     "kwok_node_manifest",

@@ -1,4 +1,4 @@
-"""CLI: ``python -m e2e.cluster build|up|down|status|logs``.
+"""CLI: ``python -m e2e.cluster build|build-e2e|up|down|status|logs``.
 
 ``up`` leaves a detached control plane running after the command (and ``make``) returns and
 records it in a state file; ``down`` stops exactly the recorded processes.
@@ -15,6 +15,7 @@ from pathlib import Path
 from e2e.cluster import state as cluster_state
 from e2e.cluster.build import BuildError, build, cache_root
 from e2e.cluster.controlplane import ControlPlane
+from e2e.cluster.e2etest import build_e2e_test
 from e2e.cluster.processes import is_same_process, stop_recorded, tail_file
 from e2e.cluster.readiness import http_get, tls_context
 from e2e.cluster.versions import KUBERNETES_VERSION, KWOK_VERSION
@@ -32,6 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_build = sub.add_parser("build", help="build the pinned binaries into the cache (once)")
     p_build.add_argument("--force", action="store_true", help="rebuild even if cached")
+    p_e2e = sub.add_parser(
+        "build-e2e", help="build Kubernetes' e2e.test of the pinned release into the cache (once)"
+    )
+    p_e2e.add_argument("--force", action="store_true", help="rebuild even if cached")
     p_up = sub.add_parser("up", help="start a detached control plane")
     p_up.add_argument(
         "--no-scheduler", action="store_true", help="do not run kube-scheduler as default"
@@ -45,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "build":
         return _build(args.force)
+    if args.command == "build-e2e":
+        return _build_e2e(args.force)
     if args.command == "up":
         return _up(with_scheduler=not args.no_scheduler)
     if args.command == "down":
@@ -65,6 +72,17 @@ def _build(force: bool) -> int:
         f"Kubernetes {KUBERNETES_VERSION} + kwok {KWOK_VERSION}: {bin_dir} "
         f"({time.monotonic() - t0:.1f}s)"
     )
+    return 0
+
+
+def _build_e2e(force: bool) -> int:
+    t0 = time.monotonic()
+    try:
+        binary = build_e2e_test(force=force)
+    except BuildError as exc:
+        print(f"build failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"Kubernetes {KUBERNETES_VERSION} e2e.test: {binary} ({time.monotonic() - t0:.1f}s)")
     return 0
 
 

@@ -1,12 +1,18 @@
-"""Create fake nodes that kwok manages (and nothing else does).
+"""Create fake nodes that kwok manages (and nothing else does), looking like a kubelet's.
 
 Nodes carry kwok's annotation (that is what kwok selects on) and a ``type: kwok`` label, but
 no taint: the schedulers under test must be able to place ordinary pods on them without
-extra tolerations.
+extra tolerations. Like a registering kubelet, a node reports an InternalIP and a Hostname
+address and ``ephemeral-storage`` capacity; the kwok stage ``node-allocatable`` then keeps
+extended resources in allocatable in step with capacity, as a kubelet's status loop does.
+``create_node_agents`` adds the per-node system pods (kube-proxy, ...) that Kubernetes' e2e
+framework looks for on every node.
 """
 
 from __future__ import annotations
 
+import hashlib
+import ipaddress
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +26,13 @@ from e2e.cluster.readiness import wait_for
 ClientLike = k8s.ApiClient | k8s.CoreV1Api | str | Path
 
 KWOK_NODE_LABELS = {"type": "kwok"}
+
+#: Node InternalIPs are taken from here (disjoint from the pod and service ranges).
+NODE_IP_RANGE = ipaddress.IPv4Network("172.16.0.0/12")
+
+#: System pods Kubernetes' e2e framework (``e2enode.WaitForTotalHealthy``) wants running on
+#: every schedulable node; without them each sig-scheduling BeforeEach waits out a minute.
+NODE_AGENTS = ("kube-proxy", "fluentd-elasticsearch", "node-problem-detector")
 
 #: The ``kwok_nodes`` fixture's type: ``(count, **create_kwok_node args) -> Ready nodes``.
 NodeFactory = Callable[..., list[k8s.V1Node]]
@@ -35,6 +48,17 @@ def core_v1(client_or_kubeconfig: ClientLike) -> k8s.CoreV1Api:
     return k8s.CoreV1Api(api_client)
 
 
+def node_ip(name: str) -> str:
+    """A stable InternalIP for a node name (a hash into NODE_IP_RANGE).
+
+    Two names can collide (about 1 in a million per pair); nothing in the harness routes to
+    these addresses, they only have to look like a kubelet's.
+    """
+    digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big")
+    hosts = NODE_IP_RANGE.num_addresses - 2
+    return str(NODE_IP_RANGE.network_address + 1 + digest % hosts)
+
+
 def kwok_node_manifest(
     name: str,
     cpu: str = "32",
@@ -43,9 +67,16 @@ def kwok_node_manifest(
     labels: Mapping[str, str] | None = None,
     taints: Sequence[Mapping[str, str] | k8s.V1Taint] | None = None,
     extra_capacity: Mapping[str, str] | None = None,
+    ephemeral_storage: str = "100Gi",
 ) -> dict[str, Any]:
     """The Node object (as a dict) for a kwok-managed node with the given capacity."""
-    capacity = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extra_capacity or {})}
+    capacity = {
+        "cpu": cpu,
+        "memory": memory,
+        "pods": str(pods),
+        "ephemeral-storage": ephemeral_storage,
+        **(extra_capacity or {}),
+    }
     node_labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
@@ -70,8 +101,15 @@ def kwok_node_manifest(
         },
         "spec": spec,
         # The API server keeps status on create (kubelets register like this); kwok then
-        # reports the node Ready and keeps its capacity as given.
-        "status": {"capacity": capacity, "allocatable": dict(capacity)},
+        # reports the node Ready and keeps its capacity and addresses as given.
+        "status": {
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "addresses": [
+                {"type": "InternalIP", "address": node_ip(name)},
+                {"type": "Hostname", "address": name},
+            ],
+        },
     }
 
 
@@ -84,12 +122,57 @@ def create_kwok_node(
     labels: Mapping[str, str] | None = None,
     taints: Sequence[Mapping[str, str] | k8s.V1Taint] | None = None,
     extra_capacity: Mapping[str, str] | None = None,
+    ephemeral_storage: str = "100Gi",
+    *,
+    agents: bool = False,
 ) -> k8s.V1Node:
-    """Create one kwok node and return it (it turns Ready shortly after; see wait_nodes_ready)."""
+    """Create one kwok node and return it (it turns Ready shortly after; see wait_nodes_ready).
+
+    ``agents=True`` also creates its NODE_AGENTS pods (see create_node_agents).
+    """
     api = core_v1(client_or_kubeconfig)
-    body = kwok_node_manifest(name, cpu, memory, pods, labels, taints, extra_capacity)
+    body = kwok_node_manifest(
+        name, cpu, memory, pods, labels, taints, extra_capacity, ephemeral_storage
+    )
     node: k8s.V1Node = api.create_node(body)
+    if agents:
+        create_node_agents(api, node)
     return node
+
+
+def node_agent_manifest(agent: str, node: k8s.V1Node) -> dict[str, Any]:
+    """A kube-system pod bound to ``node``, standing in for a kubelet's static/DaemonSet pod.
+
+    Bound directly (``spec.nodeName``) like a kubelet's static pod, so no scheduler under test
+    is involved; owned by the Node, so the garbage collector removes it with the node. No
+    resource requests, tolerating every taint like kube-proxy.
+    """
+    name = node.metadata.name
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{agent}-{name}",
+            "namespace": "kube-system",
+            "labels": {"k8s-app": agent, "type": "kwok-node-agent"},
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node.metadata.uid}
+            ],
+        },
+        "spec": {
+            "nodeName": name,
+            "priorityClassName": "system-node-critical",
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": agent, "image": f"registry.k8s.io/{agent}:kwok"}],
+        },
+    }
+
+
+def create_node_agents(client_or_kubeconfig: ClientLike, node: k8s.V1Node) -> None:
+    """Create the NODE_AGENTS pods of one node (kwok then reports them Running)."""
+    api = core_v1(client_or_kubeconfig)
+    for agent in NODE_AGENTS:
+        api.create_namespaced_pod("kube-system", node_agent_manifest(agent, node))
 
 
 def create_kwok_nodes(
@@ -123,6 +206,22 @@ def wait_nodes_ready(
         return True if not pending else f"not Ready: {sorted(pending)[:10]}"
 
     wait_for(check, timeout=timeout, what="kwok nodes", interval=0.2)
+
+
+def wait_node_agents_running(
+    client_or_kubeconfig: ClientLike, names: Iterable[str], timeout: float = 60.0
+) -> None:
+    """Poll until every NODE_AGENTS pod of the named nodes is Running (kwok's pod-ready)."""
+    api = core_v1(client_or_kubeconfig)
+    wanted = {f"{agent}-{name}" for name in names for agent in NODE_AGENTS}
+
+    def check() -> bool | str:
+        pods = api.list_namespaced_pod("kube-system", label_selector="type=kwok-node-agent")
+        running = {p.metadata.name for p in pods.items if p.status.phase == "Running"}
+        missing = sorted(wanted - running)
+        return not missing or f"not Running: {missing[:10]}"
+
+    wait_for(check, timeout=timeout, what="node agent pods", interval=0.2)
 
 
 def delete_kwok_nodes(client_or_kubeconfig: ClientLike, names: Iterable[str]) -> None:

@@ -109,6 +109,15 @@ class ManagedProcess:
     def alive(self) -> bool:
         return self._popen is not None and self._popen.poll() is None
 
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Block until the process exits (at most ``timeout`` s); its status, else None."""
+        if self._popen is None:
+            raise RuntimeError(f"{self.name} was not started")
+        try:
+            return self._popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def info(self) -> ProcessInfo:
         return ProcessInfo(self.name, self.pid, self._start_time, str(self.log_path), self.argv)
 
