@@ -2,39 +2,38 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import Registry, load_entry_point_plugins
+from scheduler.framework.registry import PluginSpec, Registry, load_entry_point_plugins
 from scheduler.plugins import (
     default_binder,
     default_preemption,
     node_affinity,
     node_name,
     node_ports,
-    node_resources_balanced_allocation,
-    node_resources_fit,
     node_unschedulable,
+    noderesources,
     priority_sort,
     scheduling_gates,
     taint_toleration,
 )
 
-_IN_TREE = (
-    priority_sort,
-    scheduling_gates,
-    node_name,
-    node_unschedulable,
-    taint_toleration,
-    node_affinity,
-    node_ports,
-    node_resources_fit,
-    node_resources_balanced_allocation,
-    default_preemption,
-    default_binder,
+_IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
+    (priority_sort.NAME, priority_sort.SPEC),
+    (scheduling_gates.NAME, scheduling_gates.SPEC),
+    (node_name.NAME, node_name.SPEC),
+    (node_unschedulable.NAME, node_unschedulable.SPEC),
+    (taint_toleration.NAME, taint_toleration.SPEC),
+    (node_affinity.NAME, node_affinity.SPEC),
+    (node_ports.NAME, node_ports.SPEC),
+    (noderesources.FIT_NAME, noderesources.FIT_SPEC),
+    (noderesources.BALANCED_ALLOCATION_NAME, noderesources.BALANCED_ALLOCATION_SPEC),
+    (default_preemption.NAME, default_preemption.SPEC),
+    (default_binder.NAME, default_binder.SPEC),
 )
 
 
 def in_tree_registry() -> Registry:
     """Every built-in plugin under the name kube-scheduler gives it, so configs carry over."""
-    return Registry({module.NAME: module.SPEC for module in _IN_TREE})
+    return Registry(dict(_IN_TREE))
 
 
 def full_registry() -> Registry:

@@ -16,28 +16,27 @@ from scheduler.plugins import (
     node_affinity,
     node_name,
     node_ports,
-    node_resources_balanced_allocation,
-    node_resources_fit,
     node_unschedulable,
+    noderesources,
     taint_toleration,
 )
 from tests.plugins.world import build, random_pod, random_world
 
-FILTERS = [
-    node_name,
-    node_unschedulable,
-    taint_toleration,
-    node_affinity,
-    node_ports,
-    node_resources_fit,
+FILTERS: list[tuple[str, PluginSpec]] = [
+    (node_name.NAME, node_name.SPEC),
+    (node_unschedulable.NAME, node_unschedulable.SPEC),
+    (taint_toleration.NAME, taint_toleration.SPEC),
+    (node_affinity.NAME, node_affinity.SPEC),
+    (node_ports.NAME, node_ports.SPEC),
+    (noderesources.FIT_NAME, noderesources.FIT_SPEC),
 ]
 SCORE_CONFIGS: list[tuple[PluginSpec, dict[str, object] | None]] = [
     (taint_toleration.SPEC, None),
     (node_affinity.SPEC, None),
-    (node_resources_fit.SPEC, None),
-    (node_resources_fit.SPEC, {"scoringStrategy": {"type": "MostAllocated"}}),
+    (noderesources.FIT_SPEC, None),
+    (noderesources.FIT_SPEC, {"scoringStrategy": {"type": "MostAllocated"}}),
     (
-        node_resources_fit.SPEC,
+        noderesources.FIT_SPEC,
         {
             "scoringStrategy": {
                 "type": "LeastAllocated",
@@ -49,16 +48,16 @@ SCORE_CONFIGS: list[tuple[PluginSpec, dict[str, object] | None]] = [
             }
         },
     ),
-    (node_resources_balanced_allocation.SPEC, None),
+    (noderesources.BALANCED_ALLOCATION_SPEC, None),
 ]
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("module", FILTERS, ids=lambda m: m.NAME)
-def test_filter_batch_equals_per_node_filter(seed: int, module: object) -> None:
+@pytest.mark.parametrize("spec", [spec for _, spec in FILTERS], ids=[name for name, _ in FILTERS])
+def test_filter_batch_equals_per_node_filter(seed: int, spec: PluginSpec) -> None:
     rng = random.Random(seed)
     snap = random_world(rng)
-    plugin = build(module.SPEC)  # type: ignore[attr-defined]
+    plugin = build(spec)
     for i in range(15):
         pod = random_pod(rng, i)
         state = CycleState()

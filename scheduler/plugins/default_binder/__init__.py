@@ -1,29 +1,10 @@
-"""DefaultBinder: binds with the pods/binding subresource through the client layer."""
+"""The DefaultBinder plugin: NAME and SPEC for the registry; the code is in plugin.py."""
 
 from __future__ import annotations
 
-from scheduler.api.objects import Pod
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Handle
 from scheduler.framework.registry import PluginSpec
-from scheduler.framework.status import Status
-
-NAME = "DefaultBinder"
-
-
-class DefaultBinder:
-    name = NAME
-
-    def __init__(self, handle: Handle) -> None:
-        self._handle = handle
-
-    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        try:
-            self._handle.api.bind(pod, node_name)
-        except Exception as err:  # the API error becomes the binding cycle's failure
-            return Status.as_error(err)
-        return None
-
+from scheduler.plugins.default_binder.plugin import NAME, DefaultBinder
 
 SPEC = PluginSpec(lambda _args, handle: DefaultBinder(handle))
-__all__ = ["NAME", "SPEC", "DefaultBinder"]
+
+__all__ = ["NAME", "SPEC"]

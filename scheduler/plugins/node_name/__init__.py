@@ -1,51 +1,10 @@
-"""NodeName: a pod with spec.nodeName set may only go to that node."""
+"""NodeName: a pod with spec.nodeName set may only go to that node; the code is in plugin.py."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from scheduler.api.objects import Pod
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import EVENT_NODE_ADD, ClusterEventWithHint
-from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.registry import PluginSpec
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
-
-NAME = "NodeName"
-ERR_REASON = "node(s) didn't match the requested node name"
-
-
-class NodeName:
-    name = NAME
-
-    def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [ClusterEventWithHint(EVENT_NODE_ADD)]
-
-    def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status | None]:
-        if pod.node_name:
-            return PreFilterResult(frozenset((pod.node_name,))), None
-        return None, None
-
-    def pre_filter_extensions(self) -> None:
-        return None
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if not pod.node_name or pod.node_name == node_info.name:
-            return None
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON)
-
-    def filter_batch(self, state: CycleState, pod: Pod, table: NodeTable) -> BoolColumn | None:
-        if not pod.node_name:
-            return np.ones(table.n, np.bool_)
-        mask: BoolColumn = np.zeros(table.n, np.bool_)
-        row = table.index.get(pod.node_name)
-        if row is not None:
-            mask[row] = True
-        return mask
-
+from scheduler.plugins.node_name.plugin import NAME, NodeName
 
 SPEC = PluginSpec(lambda _args, _handle: NodeName())
-__all__ = ["ERR_REASON", "NAME", "SPEC", "NodeName"]
+
+__all__ = ["NAME", "SPEC"]

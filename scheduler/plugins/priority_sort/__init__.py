@@ -1,25 +1,10 @@
-"""PrioritySort: the activeQ order, higher priority first, then earlier enqueue time."""
+"""The PrioritySort plugin: NAME and SPEC for the registry; the code is in plugin.py."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from scheduler.framework.registry import PluginSpec
-from scheduler.framework.types import QueuedPodInfo
-
-NAME = "PrioritySort"
-
-
-class PrioritySort:
-    name = NAME
-
-    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        pa, pb = a.pod.priority, b.pod.priority
-        return pa > pb or (pa == pb and a.timestamp < b.timestamp)
-
-    def sort_key(self, info: QueuedPodInfo) -> Any:
-        return (-info.pod.priority, info.timestamp)
-
+from scheduler.plugins.priority_sort.plugin import NAME, PrioritySort
 
 SPEC = PluginSpec(lambda _args, _handle: PrioritySort())
-__all__ = ["NAME", "SPEC", "PrioritySort"]
+
+__all__ = ["NAME", "SPEC"]

@@ -1,45 +1,10 @@
-"""SchedulingGates: pods with spec.schedulingGates wait (gated) until every gate is removed."""
+"""The SchedulingGates plugin: NAME and SPEC for the registry; the code is in plugin.py."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from scheduler.api.objects import Pod
-from scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
 from scheduler.framework.registry import PluginSpec
-from scheduler.framework.status import Code, Status
-
-NAME = "SchedulingGates"
-
-
-class SchedulingGates:
-    name = NAME
-
-    def pre_enqueue(self, pod: Pod) -> Status | None:
-        if not pod.scheduling_gates:
-            return None
-        gates = " ".join(pod.scheduling_gates)
-        return Status(
-            Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"waiting for scheduling gates: [{gates}]"
-        )
-
-    def events_to_register(self) -> list[ClusterEventWithHint]:
-        event = ClusterEvent(
-            EventResource.TARGET_POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
-        )
-        return [ClusterEventWithHint(event, self.is_schedulable_after_gates_eliminated)]
-
-    @staticmethod
-    def is_schedulable_after_gates_eliminated(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        """The event only fires for the pod itself once its last gate is gone: always retry."""
-        return QueueingHint.QUEUE
-
+from scheduler.plugins.scheduling_gates.plugin import NAME, SchedulingGates
 
 SPEC = PluginSpec(lambda _args, _handle: SchedulingGates())
-__all__ = ["NAME", "SPEC", "SchedulingGates"]
+
+__all__ = ["NAME", "SPEC"]

@@ -8,7 +8,7 @@ from typing import Any
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
-from scheduler.plugins.default_preemption import DefaultPreemption
+from scheduler.plugins.default_preemption.plugin import DefaultPreemption
 from scheduler.plugins.registry import in_tree_registry
 from tests.core_harness import PROFILE, Harness
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler.framework.registry import ArgsError
-from scheduler.plugins.default_preemption import PreemptionArgs, decode_args
+from scheduler.plugins.default_preemption.args import PreemptionArgs, decode_args
 
 
 def test_defaults() -> None:

@@ -9,19 +9,20 @@ from scheduler.backend.cache import Snapshot
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins import node_resources_balanced_allocation as balanced
-from scheduler.plugins import node_resources_fit as fit
+from scheduler.plugins import noderesources
+from scheduler.plugins.noderesources import balanced_allocation as balanced
+from scheduler.plugins.noderesources import fit
 from tests.plugins.fake_handle import FakeHandle, build_plugin, make_snapshot
 
 
 def build_fit(raw: dict[str, Any] | None = None, **gates: bool) -> fit.NodeResourcesFit:
-    plugin = build_plugin(fit.SPEC, raw, FakeHandle(features=FeatureGates(gates)))
+    plugin = build_plugin(noderesources.FIT_SPEC, raw, FakeHandle(features=FeatureGates(gates)))
     assert isinstance(plugin, fit.NodeResourcesFit)
     return plugin
 
 
 def build_balanced(raw: dict[str, Any] | None = None) -> balanced.BalancedAllocation:
-    plugin = build_plugin(balanced.SPEC, raw)
+    plugin = build_plugin(noderesources.BALANCED_ALLOCATION_SPEC, raw)
     assert isinstance(plugin, balanced.BalancedAllocation)
     return plugin
 

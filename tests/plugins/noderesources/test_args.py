@@ -7,20 +7,19 @@ from typing import Any
 import pytest
 
 from scheduler.framework.registry import ArgsError
-from scheduler.plugins import node_resources_balanced_allocation as balanced
-from scheduler.plugins import node_resources_fit as fit
-from scheduler.plugins.resource_scoring.spec import ResourceSpec
+from scheduler.plugins.noderesources import balanced_allocation_args, fit_args
+from scheduler.plugins.noderesources.resource_specs import ResourceSpec
 
 CPU_MEM = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
 
 
 def test_fit_defaults() -> None:
-    assert fit.decode_args(None) == fit.FitArgs()
-    args = fit.decode_args({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "x"})
+    assert fit_args.decode_args(None) == fit_args.FitArgs()
+    args = fit_args.decode_args({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "x"})
     assert (args.strategy, args.resources, args.shape) == ("LeastAllocated", CPU_MEM, ())
-    most = fit.decode_args({"scoringStrategy": {"type": "MostAllocated", "resources": []}})
+    most = fit_args.decode_args({"scoringStrategy": {"type": "MostAllocated", "resources": []}})
     assert (most.strategy, most.resources) == ("MostAllocated", CPU_MEM)
-    weighted = fit.decode_args(
+    weighted = fit_args.decode_args(
         {
             "scoringStrategy": {
                 "type": "MostAllocated",
@@ -32,7 +31,7 @@ def test_fit_defaults() -> None:
 
 
 def test_fit_rtcr_shape_and_ignored() -> None:
-    args = fit.decode_args(
+    args = fit_args.decode_args(
         {
             "ignoredResources": ["example.com/foo"],
             "ignoredResourceGroups": ["example.com"],
@@ -157,13 +156,13 @@ def _rtcr(points: list[dict[str, int]]) -> dict[str, Any]:
 )
 def test_fit_args_errors(raw: dict[str, Any], path: str, message: str) -> None:
     with pytest.raises(ArgsError) as err:
-        fit.decode_args(raw)
+        fit_args.decode_args(raw)
     assert (err.value.path, err.value.message) == (path, message)
 
 
 def test_fit_args_several_errors_are_aggregated_in_order() -> None:
     with pytest.raises(ArgsError) as err:
-        fit.decode_args(
+        fit_args.decode_args(
             {
                 "ignoredResourceGroups": ["x/y"],
                 "scoringStrategy": {"type": "Nope", "resources": [{"name": "cpu", "weight": 200}]},
@@ -181,9 +180,11 @@ def test_fit_args_several_errors_are_aggregated_in_order() -> None:
 
 
 def test_balanced_defaults() -> None:
-    assert balanced.decode_args(None).resources == CPU_MEM
-    assert balanced.decode_args({"resources": []}).resources == CPU_MEM
-    args = balanced.decode_args({"resources": [{"name": "cpu", "weight": 0}, {"name": "x/y"}]})
+    assert balanced_allocation_args.decode_args(None).resources == CPU_MEM
+    assert balanced_allocation_args.decode_args({"resources": []}).resources == CPU_MEM
+    args = balanced_allocation_args.decode_args(
+        {"resources": [{"name": "cpu", "weight": 0}, {"name": "x/y"}]}
+    )
     assert args.resources == (ResourceSpec("cpu", 1), ResourceSpec("x/y", 1))
 
 
@@ -205,5 +206,5 @@ def test_balanced_defaults() -> None:
 )
 def test_balanced_args_errors(raw: dict[str, Any], path: str, message: str) -> None:
     with pytest.raises(ArgsError) as err:
-        balanced.decode_args(raw)
+        balanced_allocation_args.decode_args(raw)
     assert (err.value.path, err.value.message) == (path, message)

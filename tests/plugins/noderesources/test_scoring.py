@@ -11,8 +11,8 @@ from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins.resource_scoring.scorers import balanced_resource_score
-from scheduler.plugins.resource_scoring.shape import BrokenLinear
+from scheduler.plugins.noderesources.resource_allocation import balanced_resource_score
+from scheduler.plugins.noderesources.shape import BrokenLinear
 from tests.builders import make_node, make_pod
 from tests.plugins.noderesources.helpers import build_balanced, build_fit, cluster
 

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework.interface import MAX_NODE_SCORE, ScoreColumn
-from scheduler.plugins.resource_scoring.shape import BrokenLinear, trunc_div, trunc_div_array
+from scheduler.plugins.noderesources.shape import BrokenLinear, trunc_div, trunc_div_array
 
 IntMatrix = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scheduler.plugins.helper import default_normalize_score, go_div
+from scheduler.plugins.helper.scores import default_normalize_score, go_div
 
 
 @pytest.mark.parametrize(

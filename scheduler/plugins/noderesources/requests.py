@@ -17,7 +17,7 @@ from scheduler.api.objects import Pod
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
 from scheduler.framework.node_table import NodeTable
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins.resource_scoring.spec import ResourceSpec
+from scheduler.plugins.noderesources.resource_specs import ResourceSpec
 
 IntMatrix = npt.NDArray[np.int64]
 

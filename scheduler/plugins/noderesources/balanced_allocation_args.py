@@ -7,8 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.plugins.helper.args import FieldErrors, check_args_object
-from scheduler.plugins.resource_scoring.args import decode_resource_specs
-from scheduler.plugins.resource_scoring.spec import DEFAULT_RESOURCES, ResourceSpec
+from scheduler.plugins.noderesources.resource_specs import (
+    DEFAULT_RESOURCES,
+    ResourceSpec,
+    decode_resource_specs,
+)
 
 
 @dataclass(frozen=True)

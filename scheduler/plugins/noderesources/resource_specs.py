@@ -1,17 +1,27 @@
-"""Decoding helpers specific to the resource plugins' args (resource lists, int32 fields)."""
+"""Which resources a scorer looks at and how much each counts (config.ResourceSpec), and how
+the resource plugins' args name them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import field
+from scheduler.api.resources import CPU, MEMORY
 from scheduler.framework.registry import ArgsError
-from scheduler.plugins.helper.args import (
-    check_int,
-    check_list,
-    check_object,
-)
-from scheduler.plugins.resource_scoring.spec import DEFAULT_RESOURCES, ResourceSpec
+from scheduler.plugins.helper.args import check_int, check_list, check_object
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    """A resource name and its weight in the weighted average of per-resource scores."""
+
+    name: str
+    weight: int = 1
+
+
+# kube-scheduler's defaultResourceSpec: used when args name no resources.
+DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
 
 
 def check_strings(raw: Any, path: str) -> list[str]:

@@ -14,8 +14,12 @@ from scheduler.plugins.helper.args import (
     check_object,
     label_key_errors,
 )
-from scheduler.plugins.resource_scoring.args import check_strings, decode_resource_specs
-from scheduler.plugins.resource_scoring.spec import DEFAULT_RESOURCES, ResourceSpec
+from scheduler.plugins.noderesources.resource_specs import (
+    DEFAULT_RESOURCES,
+    ResourceSpec,
+    check_strings,
+    decode_resource_specs,
+)
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"

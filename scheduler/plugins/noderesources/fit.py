@@ -27,17 +27,17 @@ from scheduler.framework.interface import Handle, ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
-from scheduler.plugins.node_resources_fit.args import (
+from scheduler.plugins.noderesources.fit_args import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
     FitArgs,
 )
-from scheduler.plugins.resource_scoring.requests import (
+from scheduler.plugins.noderesources.requests import (
     node_vectors,
     pod_request_list,
     table_matrices,
 )
-from scheduler.plugins.resource_scoring.scorers import (
+from scheduler.plugins.noderesources.resource_allocation import (
     LeastAllocated,
     MostAllocated,
     RequestedToCapacityRatio,

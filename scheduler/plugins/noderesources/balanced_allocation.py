@@ -15,20 +15,20 @@ from scheduler.framework.interface import Handle, ScoreColumn
 from scheduler.framework.node_table import NodeTable
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins.node_resources_balanced_allocation.args import BalancedAllocationArgs
-from scheduler.plugins.resource_scoring.requests import (
+from scheduler.plugins.noderesources.balanced_allocation_args import BalancedAllocationArgs
+from scheduler.plugins.noderesources.requests import (
     node_vectors,
     pod_request_list,
     table_matrices,
 )
-from scheduler.plugins.resource_scoring.scorers import BalancedAllocation as BalancedScorer
+from scheduler.plugins.noderesources.resource_allocation import BalancedAllocation as BalancedScorer
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
 
 class BalancedAllocation:
-    """Score plugin; the arithmetic lives in resource_scoring.scorers.BalancedAllocation."""
+    """Score plugin; the arithmetic lives in resource_allocation.BalancedAllocation."""
 
     name = NAME
 

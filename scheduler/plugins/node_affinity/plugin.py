@@ -1,0 +1,185 @@
+"""NodeAffinity: nodeSelector and required node affinity filter; preferred terms score.
+
+The `addedAffinity` arg applies a scheduler-enforced affinity to every pod of the profile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.api.labels import (
+    IN,
+    NOT_IN,
+    NodeSelector,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    Requirement,
+)
+from scheduler.api.objects import Node, Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from scheduler.framework.interface import ScoreColumn
+from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.plugins.helper.scores import default_normalize_score
+from scheduler.plugins.node_affinity.args import NodeAffinityArgs
+
+NAME = "NodeAffinity"
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+
+
+def _matches_required(pod: Pod, node: Node) -> bool:
+    labels = node.labels
+    for key, value in pod.node_selector.items():
+        if labels.get(key) != value:
+            return False
+    required = pod.required_node_affinity
+    return required is None or required.matches(node.name, labels)
+
+
+def _term_mask(term: NodeSelectorTerm, table: NodeTable) -> BoolColumn:
+    if not term.expressions and not term.fields:
+        return np.zeros(table.n, np.bool_)
+    mask: BoolColumn = np.ones(table.n, np.bool_)
+    for req in term.expressions:
+        mask &= table.requirement_mask(req)
+    for req in term.fields:
+        mask &= _field_mask(req, table)
+    return mask
+
+
+def _field_mask(req: Requirement, table: NodeTable) -> BoolColumn:
+    """Rows whose node name satisfies a matchFields requirement (only metadata.name exists)."""
+    mask: BoolColumn = np.zeros(table.n, np.bool_)
+    if req.key == "metadata.name":
+        for name in req.values:
+            row = table.index.get(name)
+            if row is not None:
+                mask[row] = True
+    if req.operator == NOT_IN:
+        mask = ~mask
+    elif req.operator != IN:
+        mask[:] = False
+    return mask
+
+
+def _selector_mask(selector: NodeSelector, table: NodeTable) -> BoolColumn:
+    mask: BoolColumn = np.zeros(table.n, np.bool_)
+    for term in selector.terms:
+        mask |= _term_mask(term, table)
+    return mask
+
+
+def _preferred_score(terms: tuple[PreferredSchedulingTerm, ...], node: Node) -> int:
+    return sum(t.weight for t in terms if t.term.matches(node.name, node.labels))
+
+
+class NodeAffinity:
+    name = NAME
+
+    def __init__(self, args: NodeAffinityArgs) -> None:
+        self.args = args
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        event = ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+        return [ClusterEventWithHint(event, self.is_schedulable_after_node_change)]
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        if not isinstance(new, Node):
+            return QueueingHint.QUEUE
+        added = self.args.added_required
+        if added is not None and not added.matches(new.name, new.labels):
+            return QueueingHint.QUEUE_SKIP
+        if not _matches_required(pod, new):
+            return QueueingHint.QUEUE_SKIP
+        if not isinstance(old, Node):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP if _matches_required(pod, old) else QueueingHint.QUEUE
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        required = pod.required_node_affinity
+        if required is None and self.args.added_required is None and not pod.node_selector:
+            return None, Status(Code.SKIP)
+        if required is None or not required.terms:
+            return None, None
+        node_names: set[str] | None = None
+        for term in required.terms:
+            term_names: set[str] | None = None
+            for req in term.fields:
+                if req.key == "metadata.name" and req.operator == IN:
+                    values = set(req.values)
+                    term_names = values if term_names is None else term_names & values
+            if term_names is None:
+                return None, None  # this term can match any node
+            node_names = term_names if node_names is None else node_names | term_names
+        if node_names is not None and not node_names:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_CONFLICT)
+        if node_names:
+            return PreFilterResult(frozenset(node_names)), None
+        return None, None
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return None
+        added = self.args.added_required
+        if added is not None and not added.matches(node.name, node.labels):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_ENFORCED)
+        if not _matches_required(pod, node):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_POD)
+        return None
+
+    def filter_batch(self, state: CycleState, pod: Pod, table: NodeTable) -> BoolColumn | None:
+        mask: BoolColumn = np.ones(table.n, np.bool_)
+        if self.args.added_required is not None:
+            mask &= _selector_mask(self.args.added_required, table)
+        for key, value in pod.node_selector.items():
+            mask &= table.requirement_mask(Requirement(key, IN, frozenset((value,))))
+        if pod.required_node_affinity is not None:
+            mask &= _selector_mask(pod.required_node_affinity, table)
+        return mask
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
+        if not pod.preferred_node_affinity and not self.args.added_preferred:
+            return Status(Code.SKIP)
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | Status:
+        node = node_info.node
+        if node is None:
+            return 0
+        return _preferred_score(self.args.added_preferred, node) + _preferred_score(
+            pod.preferred_node_affinity, node
+        )
+
+    def score_batch(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
+    ) -> ScoreColumn | None:
+        scores: ScoreColumn = np.zeros(len(rows), np.int64)
+        for term in (*self.args.added_preferred, *pod.preferred_node_affinity):
+            scores += term.weight * _term_mask(term.term, table)[rows]
+        return scores
+
+    def score_extensions(self) -> NodeAffinity:
+        return self
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: ScoreColumn) -> Status | None:
+        default_normalize_score(scores, reverse=False)
+        return None

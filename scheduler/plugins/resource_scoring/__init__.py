@@ -1,1 +1,0 @@
-"""Resource-allocation scoring shared by NodeResourcesFit and NodeResourcesBalancedAllocation."""
