@@ -1,11 +1,11 @@
 """The scheduling algorithm for one pod (kube-scheduler's schedulePod): PreFilter, Filter, Score,
 pick a node.
 
-Filter runs column-at-a-time where plugins allow (`filter_batch`), then per node only for
-plugins without a batch form, for nodes with nominated pods (the two-pass check) and, when the
-pod fits nowhere, to collect each node's rejection reasons. The result equals running every
-plugin on every node in round-robin order from `next_start_node_index`, stopping at
-`num_feasible_nodes_to_find`, as kube-scheduler does.
+Filter over all nodes is a FilterPass (framework/runtime/filter_pass.py): columns where plugins
+have a batch form, per node where they do not or where pods are nominated, and each node's
+reasons when the pod fits nowhere. This module walks the nodes in round-robin order from
+`next_start_node_index` and stops at `num_feasible_nodes_to_find`, as kube-scheduler does, so
+the result equals running every plugin on every node in that order.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,8 +20,7 @@ import numpy.typing as npt
 from scheduler.api.objects import Pod
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.node_table import BoolColumn
-from scheduler.framework.runtime import Framework
+from scheduler.framework.runtime import FilterPass, Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, FitError, NodeInfo, QueuedPodInfo
 
@@ -52,6 +50,15 @@ class ScheduleResult:
     feasible_nodes: int
 
 
+@dataclass(slots=True)
+class Feasible:
+    """The nodes that passed Filter, and their NodeTable rows when the vectorised pass found
+    them (so scoring need not look every node up by name again)."""
+
+    nodes: list[NodeInfo]
+    rows: npt.NDArray[np.intp] | None = None
+
+
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     """kube-scheduler's adaptive percentageOfNodesToScore."""
     if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
@@ -72,9 +79,6 @@ class SchedulingAlgorithm:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
         self._rng = random.Random(seed)
-        # Table rows of the feasible nodes when the vectorised filter found them, so scoring
-        # does not look every node up by name again.
-        self._feasible_rows: npt.NDArray[np.intp] | None = None
 
     def schedule_pod(
         self, fwk: Framework, state: CycleState, pinfo: QueuedPodInfo
@@ -84,20 +88,27 @@ class SchedulingAlgorithm:
         if num_nodes == 0:
             raise NoNodesAvailableError()
         pod = pinfo.pod
-        self._feasible_rows = None
-        feasible, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod)
-        if not feasible:
+        feasible, diagnosis = self._find_feasible(fwk, state, pod)
+        nodes = feasible.nodes
+        if not nodes:
             raise FitError(pod, num_nodes, diagnosis)
-        if len(feasible) == 1:
-            return ScheduleResult(feasible[0].name, 1 + len(diagnosis.node_to_status), 1)
+        if len(nodes) == 1:
+            return ScheduleResult(nodes[0].name, 1 + len(diagnosis.node_to_status), 1)
         host = self.prioritize_and_select(fwk, state, pod, feasible)
-        return ScheduleResult(host, len(feasible) + len(diagnosis.node_to_status), len(feasible))
+        return ScheduleResult(host, len(nodes) + len(diagnosis.node_to_status), len(nodes))
 
     # --- filtering --------------------------------------------------------------------------
 
     def find_nodes_that_fit_pod(
         self, fwk: Framework, state: CycleState, pod: Pod
     ) -> tuple[list[NodeInfo], Diagnosis]:
+        """kube-scheduler's findNodesThatFitPod: the feasible nodes and why the others fail."""
+        feasible, diagnosis = self._find_feasible(fwk, state, pod)
+        return feasible.nodes, diagnosis
+
+    def _find_feasible(
+        self, fwk: Framework, state: CycleState, pod: Pod
+    ) -> tuple[Feasible, Diagnosis]:
         diagnosis = Diagnosis()
         all_nodes = self.snapshot.node_info_list
         pre_result, status, plugins = fwk.run_pre_filter_plugins(state, pod, all_nodes)
@@ -108,14 +119,14 @@ class SchedulingAlgorithm:
             diagnosis.node_to_status.absent_status = status
             diagnosis.pre_filter_msg = status.message()
             _add_plugin_status(diagnosis, status)
-            return [], diagnosis
+            return Feasible([]), diagnosis
 
         if pod.nominated_node_name:
             info = self.snapshot.get(pod.nominated_node_name)
             if info is not None:
-                feasible = self._filter_node_list(fwk, state, pod, diagnosis, [info], track=False)
-                if feasible:
-                    return feasible, diagnosis
+                nominated = self._filter_node_list(fwk, state, pod, diagnosis, [info], track=False)
+                if nominated:
+                    return Feasible(nominated), diagnosis
 
         if pre_result is not None and not pre_result.all_nodes():
             assert pre_result.node_names is not None
@@ -128,10 +139,9 @@ class SchedulingAlgorithm:
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]",
             )
-            feasible = self._filter_node_list(fwk, state, pod, diagnosis, nodes, track=True)
-        else:
-            feasible = self._filter_all_nodes(fwk, state, pod, diagnosis)
-        return feasible, diagnosis
+            listed = self._filter_node_list(fwk, state, pod, diagnosis, nodes, track=True)
+            return Feasible(listed), diagnosis
+        return self._filter_all_nodes(fwk, state, pod, diagnosis), diagnosis
 
     def _num_to_find(self, fwk: Framework, num_nodes: int) -> int:
         if not fwk.has_score_plugins():
@@ -143,8 +153,8 @@ class SchedulingAlgorithm:
 
     def _filter_all_nodes(
         self, fwk: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis
-    ) -> list[NodeInfo]:
-        """Every node in the snapshot, vectorised where the plugins allow."""
+    ) -> Feasible:
+        """Every node in the snapshot, vectorised where the plugins allow (a FilterPass)."""
         table = self.snapshot.table
         infos = self.snapshot.node_info_list
         n = table.n
@@ -153,115 +163,54 @@ class SchedulingAlgorithm:
         if not fwk.has_filter_plugins():
             chosen = [infos[(start + i) % n] for i in range(num_to_find)]
             self.next_start_node_index = (start + num_to_find) % n
-            return chosen
+            return Feasible(chosen)
 
         began = time.perf_counter()
         status: Status | None = None
         try:
-            mask, per_node, columns = fwk.filter_batch_masks(state, pod, table)
-            nominated_rows = self._rows_with_nominated_pods(fwk, pod)
-            nominated_statuses: dict[int, Status | None] = {}
-            feasible: list[NodeInfo] = []
-            if not per_node and not nominated_rows:
+            filter_pass = FilterPass(fwk, state, pod, table)
+            if not filter_pass.needs_node_checks:
                 # Feasible rows in round-robin order from `start`, without building the order.
-                hits = np.flatnonzero(mask)
+                hits = np.flatnonzero(filter_pass.mask)
                 split = int(np.searchsorted(hits, start))
-                candidates = np.concatenate((hits[split:], hits[:split]))
-                chosen_rows = candidates[:num_to_find]
-                feasible = [infos[r] for r in chosen_rows.tolist()]
-                self._feasible_rows = chosen_rows
-                if len(feasible) < num_to_find:
+                chosen_rows = np.concatenate((hits[split:], hits[:split]))[:num_to_find]
+                feasible = Feasible([infos[r] for r in chosen_rows.tolist()], chosen_rows)
+                if len(feasible.nodes) < num_to_find:
                     processed = n
                 else:
                     processed = (int(chosen_rows[-1]) - start) % n + 1
             else:
+                feasible = Feasible([])
                 processed = n
-                order = _round_robin(n, start)
-                for position, row in enumerate(order.tolist()):
+                for position, row in enumerate(_round_robin(n, start).tolist()):
                     info = infos[row]
-                    if not mask[row]:
-                        # Rejected without nominated pods, so the two-pass check's second pass
-                        # rejects it too; its exact reason is only needed by the diagnosis.
-                        ok = False
-                    elif row in nominated_rows:
-                        s = fwk.run_filter_plugins_with_nominated_pods(state, pod, info)
-                        if s is not None and s.code == Code.ERROR:
-                            status = s
-                            raise SchedulingError(s)
-                        nominated_statuses[row] = s
-                        ok = s is None
-                    elif per_node:
-                        s = fwk.run_filter_plugins_subset(per_node, state, pod, info)
-                        if s is not None and s.code == Code.ERROR:
-                            status = s
-                            raise SchedulingError(s)
-                        ok = s is None
-                    else:
-                        ok = True
-                    if ok:
-                        feasible.append(info)
-                        if len(feasible) == num_to_find:
+                    s = filter_pass.check(row, info)
+                    if s is not None and s.code == Code.ERROR:
+                        status = s
+                        raise SchedulingError(s)
+                    if s is None:
+                        feasible.nodes.append(info)
+                        if len(feasible.nodes) == num_to_find:
                             processed = position + 1
                             break
             self.next_start_node_index = (start + processed) % n
-            if not feasible:
-                order = _round_robin(n, start)
-                self._diagnose_all(
-                    fwk, state, pod, diagnosis, order, columns, nominated_rows, nominated_statuses
-                )
+            if not feasible.nodes:
+                self._diagnose_all(filter_pass, diagnosis, _round_robin(n, start))
             return feasible
         finally:
             fwk.observe_filter_duration(status, began)
 
-    def _rows_with_nominated_pods(self, fwk: Framework, pod: Pod) -> set[int]:
-        nominator = fwk.nominator
-        index = self.snapshot.table.index
-        rows: set[int] = set()
-        nodes_fn = getattr(nominator, "nominated_node_names", None)
-        names = nodes_fn() if callable(nodes_fn) else list(index)
-        for name in names:
-            row = index.get(name)
-            if row is not None and fwk.nominated_pods_to_add(pod, name):
-                rows.add(row)
-        return rows
-
     def _diagnose_all(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pod: Pod,
-        diagnosis: Diagnosis,
-        order: npt.NDArray[np.intp],
-        columns: list[tuple[Any, BoolColumn | None]],
-        nominated_rows: set[int],
-        nominated_statuses: dict[int, Status | None],
+        self, filter_pass: FilterPass, diagnosis: Diagnosis, order: npt.NDArray[np.intp]
     ) -> None:
-        """The pod fits nowhere: record each node's exact rejection, as the per-node path would.
-
-        Nodes with nominated pods take the two-pass path (once: the filter pass's statuses are
-        reused); elsewhere the batch columns say which plugin rejects first, and that plugin
-        gives the reasons of all its rows at once where it can (`first_rejections`)."""
+        """The pod fits nowhere: record each node's exact rejection, in round-robin order."""
         infos = self.snapshot.node_info_list
-        plain = (
-            order[[row not in nominated_rows for row in order.tolist()]]
-            if nominated_rows
-            else order
-        )
-        plain_statuses = fwk.first_rejections(columns, state, pod, self.snapshot.table, plain)
-        by_row = dict(zip(plain.tolist(), plain_statuses, strict=True))
-        for row in order.tolist():
-            info = infos[row]
-            if row in by_row:
-                s = by_row[row]
-            elif row in nominated_statuses:
-                s = nominated_statuses[row]
-            else:
-                s = fwk.run_filter_plugins_with_nominated_pods(state, pod, info)
+        for row, s in zip(order.tolist(), filter_pass.rejections(order), strict=True):
             if s is None:
                 continue  # can only happen if the cluster changed under us; ignore
             if s.code == Code.ERROR:
                 raise SchedulingError(s)
-            diagnosis.node_to_status.set(info.name, s)
+            diagnosis.node_to_status.set(infos[row].name, s)
             _add_plugin_status(diagnosis, s)
 
     def _filter_node_list(
@@ -308,23 +257,24 @@ class SchedulingAlgorithm:
     # --- scoring ----------------------------------------------------------------------------
 
     def prioritize_and_select(
-        self, fwk: Framework, state: CycleState, pod: Pod, feasible: list[NodeInfo]
+        self, fwk: Framework, state: CycleState, pod: Pod, feasible: Feasible
     ) -> str:
+        nodes = feasible.nodes
         if not fwk.has_score_plugins():
-            return feasible[self._rng.randrange(len(feasible))].name
-        status = fwk.run_pre_score_plugins(state, pod, feasible)
+            return nodes[self._rng.randrange(len(nodes))].name
+        status = fwk.run_pre_score_plugins(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
-        rows = self._feasible_rows
-        if rows is None or len(rows) != len(feasible):
+        rows = feasible.rows
+        if rows is None:
             index = self.snapshot.table.index
-            rows = np.fromiter((index[info.name] for info in feasible), np.intp, len(feasible))
-        totals, status = fwk.run_score_plugins(state, pod, self.snapshot.table, rows, feasible)
+            rows = np.fromiter((index[info.name] for info in nodes), np.intp, len(nodes))
+        totals, status = fwk.run_score_plugins(state, pod, self.snapshot.table, rows, nodes)
         if status is not None or totals is None:
             raise SchedulingError(status or Status(Code.ERROR, "score plugins returned nothing"))
         best = np.flatnonzero(totals == totals.max())
         pick = int(best[0]) if len(best) == 1 else int(best[self._rng.randrange(len(best))])
-        return feasible[pick].name
+        return nodes[pick].name
 
 
 def _round_robin(n: int, start: int) -> npt.NDArray[np.intp]:

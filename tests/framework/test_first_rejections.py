@@ -1,4 +1,4 @@
-"""A pod that fits nowhere: the many-rows diagnosis equals filtering node by node."""
+"""A pod that fits nowhere: the FilterPass diagnosis of many rows equals filtering node by node."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
 from scheduler.framework.registry import PluginSpec, Registry
+from scheduler.framework.runtime import FilterPass
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.registry import in_tree_registry
@@ -66,9 +67,8 @@ def test_first_rejections_equal_running_the_filters_node_by_node(
             _, status, _ = fwk.run_pre_filter_plugins(state, pod, infos)
             if status is not None:
                 continue
-            _, _, columns = fwk.filter_batch_masks(state, pod, snap.table)
             rows = np.arange(len(infos), dtype=np.intp)[::-1].copy()  # feasible rows too
-            got = fwk.first_rejections(columns, state, pod, snap.table, rows)
+            got = FilterPass(fwk, state, pod, snap.table).rejections(rows)
             want = [fwk.run_filter_plugins(state, pod, infos[int(r)]) for r in rows]
             assert [_described(s) for s in got] == [_described(s) for s in want], pod.name
             compared += sum(s is not None for s in want)

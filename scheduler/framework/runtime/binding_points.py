@@ -1,0 +1,162 @@
+"""Reserve/Unreserve, Permit (and waiting on it), PreBind, Bind and PostBind."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import structlog
+
+from scheduler import metrics
+from scheduler.api.objects import Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.runtime.base import FrameworkBase
+from scheduler.framework.runtime.calls import (
+    BIND,
+    PERMIT,
+    POST_BIND,
+    PRE_BIND,
+    RESERVE,
+    UNRESERVE,
+    plugin_error,
+    rejection_or_error,
+)
+from scheduler.framework.status import Code, Status
+from scheduler.framework.waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
+
+log = structlog.get_logger(__name__)
+
+
+class BindingPoints(FrameworkBase):
+    waiting_pods: WaitingPods
+
+    def run_reserve_plugins_reserve(
+        self, state: CycleState, pod: Pod, node_name: str
+    ) -> Status | None:
+        start = time.perf_counter()
+        status: Status | None = None
+        try:
+            for pl in self.reserve_plugins:
+                try:
+                    s = pl.reserve(state, pod, node_name)
+                except Exception as err:
+                    s = Status.as_error(err)
+                if s is not None and s.code != Code.SUCCESS:
+                    status = rejection_or_error("Reserve", pl.name, s)
+                    return status
+            return None
+        finally:
+            self._observe(RESERVE, status, start)
+
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        start = time.perf_counter()
+        for pl in reversed(self.reserve_plugins):
+            try:
+                pl.unreserve(state, pod, node_name)
+            except Exception:
+                log.exception("Unreserve plugin failed", plugin=pl.name, pod=pod.key)
+        self._observe(UNRESERVE, None, start)
+
+    def run_permit_plugins(
+        self, state: CycleState, pod: Pod, node_name: str
+    ) -> tuple[dict[str, float], Status | None]:
+        start = time.perf_counter()
+        status: Status | None = None
+        try:
+            waits: dict[str, float] = {}
+            wait_status: Status | None = None
+            for pl in self.permit_plugins:
+                try:
+                    s, timeout = pl.permit(state, pod, node_name)
+                except Exception as err:
+                    s, timeout = Status.as_error(err), 0.0
+                if s is None or s.code == Code.SUCCESS:
+                    continue
+                if s.is_rejected():
+                    status = s.with_plugin(pl.name)
+                    return {}, status
+                if s.code == Code.WAIT:
+                    waits[pl.name] = min(timeout, MAX_PERMIT_TIMEOUT)
+                    wait_status = s
+                    continue
+                status = plugin_error("Permit", pl.name, s)
+                return {}, status
+            if wait_status is not None:
+                wait_status.reasons.append(
+                    "one or more plugins asked to wait and no plugin rejected pod"
+                )
+                status = wait_status
+                return waits, status
+            return {}, None
+        finally:
+            self._observe(PERMIT, status, start)
+
+    def add_waiting_pod(self, pod: Pod, waits: Mapping[str, float]) -> None:
+        self.waiting_pods.add(WaitingPod(pod, dict(waits)))
+
+    def wait_on_permit(self, pod: Pod) -> Status | None:
+        waiting = self.waiting_pods.get(pod.uid)
+        if waiting is None:
+            return None
+        start = time.perf_counter()
+        try:
+            status = waiting.wait()
+        finally:
+            self.waiting_pods.remove(pod.uid)
+        metrics.permit_wait_duration.labels(status.code.label()).observe(
+            time.perf_counter() - start
+        )
+        if status.code == Code.SUCCESS:
+            return None
+        if status.is_rejected():
+            return status
+        return Status(
+            Code.ERROR, f"waiting on permit for pod: {status.message()}", plugin=status.plugin
+        )
+
+    # --- PreBind / Bind / PostBind ----------------------------------------------------------
+
+    def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status: Status | None = None
+        try:
+            for pl in self.pre_bind_plugins:
+                try:
+                    s = pl.pre_bind(state, pod, node_name)
+                except Exception as err:
+                    s = Status.as_error(err)
+                if s is not None and s.code not in (Code.SUCCESS, Code.SKIP):
+                    status = rejection_or_error("PreBind", pl.name, s)
+                    return status
+            return None
+        finally:
+            self._observe(PRE_BIND, status, start)
+
+    def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status: Status | None = Status(Code.SKIP)
+        try:
+            for pl in self.bind_plugins:
+                try:
+                    s = pl.bind(state, pod, node_name)
+                except Exception as err:
+                    s = Status.as_error(err)
+                if s is not None and s.code == Code.SKIP:
+                    continue
+                if s is not None and s.code != Code.SUCCESS:
+                    status = rejection_or_error("Bind", pl.name, s)
+                    return status
+                status = None
+                return status
+            return status
+        finally:
+            self._observe(BIND, status, start)
+
+    def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        start = time.perf_counter()
+        for pl in self.post_bind_plugins:
+            try:
+                pl.post_bind(state, pod, node_name)
+            except Exception:
+                log.exception("PostBind plugin failed", plugin=pl.name, pod=pod.key)
+        self._observe(POST_BIND, None, start)

@@ -1,0 +1,146 @@
+"""The framework of one profile: it builds the profile's plugins, is the `Handle` they receive,
+and runs them at each extension point (the runners are in filter_points, score_points and
+binding_points; the Filter over all nodes is a FilterPass)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import structlog
+
+from scheduler.api.objects import Pod, PodDisruptionBudget
+from scheduler.features import FeatureGates
+from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.interface import (
+    ApiActions,
+    EventRecorder,
+    Plugin,
+    PodNominator,
+    QueueSortPlugin,
+    SnapshotLister,
+)
+from scheduler.framework.profile_spec import ProfileSpec
+from scheduler.framework.registry import Registry
+from scheduler.framework.runtime.binding_points import BindingPoints
+from scheduler.framework.runtime.filter_points import FilterPoints
+from scheduler.framework.runtime.profile import build_profile
+from scheduler.framework.runtime.score_points import ScorePoints
+from scheduler.framework.types import QueuedPodInfo
+from scheduler.framework.waiting_pods import WaitingPod, WaitingPods
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class FrameworkServices:
+    """What plugins reach through the Handle; the scheduler provides these."""
+
+    snapshot: Callable[[], SnapshotLister]
+    api: ApiActions
+    event_recorder: EventRecorder
+    features: FeatureGates
+    pdbs: Callable[[], list[PodDisruptionBudget]] = list
+    pod_lookup: Callable[[str], Pod | None] = lambda _key: None
+
+
+class Framework(FilterPoints, ScorePoints, BindingPoints):
+    """A profile's plugins by extension point, and the code that runs them."""
+
+    def __init__(self, spec: ProfileSpec, registry: Registry, services: FrameworkServices) -> None:
+        super().__init__(spec.scheduler_name)
+        self.features = services.features
+        self.percentage_of_nodes_to_score = spec.percentage_of_nodes_to_score
+        self._services = services
+        self._activate: Callable[[Iterable[Pod]], None] | None = None
+        self.waiting_pods = WaitingPods()
+        profile = build_profile(spec, registry, self)
+        self.plugins: dict[str, Plugin] = profile.by_name
+        self._set_profile(profile)
+
+    def set_queue(self, nominator: PodNominator, activate: Callable[[Iterable[Pod]], None]) -> None:
+        """Connects the queue once it exists (the queue needs the frameworks first)."""
+        self._nominator = nominator
+        self._activate = activate
+
+    # --- Handle -----------------------------------------------------------------------------
+
+    def snapshot(self) -> SnapshotLister:
+        return self._services.snapshot()
+
+    @property
+    def api(self) -> ApiActions:
+        return self._services.api
+
+    @property
+    def nominator(self) -> PodNominator:
+        assert self._nominator is not None, "framework used before the queue was connected"
+        return self._nominator
+
+    @property
+    def event_recorder(self) -> EventRecorder:
+        return self._services.event_recorder
+
+    def pdbs(self) -> list[PodDisruptionBudget]:
+        return self._services.pdbs()
+
+    def get_pod(self, key: str) -> Pod | None:
+        return self._services.pod_lookup(key)
+
+    def activate(self, pods: Iterable[Pod]) -> None:
+        if self._activate is not None:
+            self._activate(pods)
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting_pods.get(uid)
+
+    def iterate_over_waiting_pods(self, fn: Callable[[WaitingPod], None]) -> None:
+        for waiting in self.waiting_pods.all():
+            fn(waiting)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        waiting = self.waiting_pods.get(uid)
+        if waiting is None:
+            return False
+        waiting.reject("", "removed")
+        return True
+
+    def close(self) -> None:
+        """Lets plugins that hold resources (threads, connections) release them, as
+        kube-scheduler closes each plugin implementing io.Closer when the scheduler stops."""
+        for name, plugin in self.plugins.items():
+            close = getattr(plugin, "close", None)
+            if not callable(close):
+                continue
+            try:
+                close()
+            except Exception:  # one plugin's failure must not keep the others open
+                log.exception("closing plugin failed", plugin=name, profile=self.profile_name)
+
+    # --- queue integration ------------------------------------------------------------------
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """plugin name -> its events, for every plugin that registers any."""
+        result: dict[str, list[ClusterEventWithHint]] = {}
+        for name, plugin in self.plugins.items():
+            register = getattr(plugin, "events_to_register", None)
+            if callable(register):
+                result[name] = list(register())
+        return result
+
+    def queue_sort(self) -> QueueSortPlugin:
+        return self.queue_sort_plugins[0]
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        return bool(self.queue_sort_plugins[0].less(a, b))
+
+    # --- what the loop asks of a profile ----------------------------------------------------
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self.filter_plugins)
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.score_plugins)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.post_filter_plugins)
