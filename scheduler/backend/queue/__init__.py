@@ -1,12 +1,11 @@
 """The scheduling queue: which pod to schedule next, and when to retry the ones that failed."""
 
+from scheduler.backend.queue.heap import LessFn, SortKeyFn
 from scheduler.backend.queue.nominator import Nominator
 from scheduler.backend.queue.scheduling_queue import (
-    LessFn,
     PreEnqueueCheck,
     QueueProfile,
     SchedulingQueue,
-    SortKeyFn,
 )
 
 __all__ = [

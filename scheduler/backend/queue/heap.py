@@ -6,12 +6,16 @@ re-sifting in Python, and dead entries are skipped on pop and compacted when the
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from scheduler.framework.types import QueuedPodInfo
+
+LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+SortKeyFn = Callable[[QueuedPodInfo], Any]
 
 KeyFn = Callable[[QueuedPodInfo], Any]
 
@@ -87,3 +91,24 @@ class PodHeap:
         if len(self._heap) > 2 * len(self._entries) + _COMPACT_SLACK:
             self._heap = [e for e in self._heap if e[_INFO] is not None]
             heapq.heapify(self._heap)
+
+
+def _priority_sort_key(pinfo: QueuedPodInfo) -> tuple[int, float]:
+    return (-pinfo.pod.priority, pinfo.timestamp)
+
+
+def active_sort_key(less: LessFn | None, sort_key: SortKeyFn | None) -> SortKeyFn:
+    """The activeQ heap's key: the QueueSort plugin's sort_key, else its less() as a key,
+    else PrioritySort's order."""
+    if sort_key is not None:
+        return sort_key
+    if less is None:
+        return _priority_sort_key
+    less_fn = less
+
+    def cmp(a: QueuedPodInfo, b: QueuedPodInfo) -> int:
+        if less_fn(a, b):
+            return -1
+        return 1 if less_fn(b, a) else 0
+
+    return functools.cmp_to_key(cmp)

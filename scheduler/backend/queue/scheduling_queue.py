@@ -8,8 +8,6 @@ cluster events; run() starts the periodic flushes.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,10 +19,13 @@ import structlog
 from scheduler import metrics
 from scheduler.api.objects import Pod
 from scheduler.backend.queue.backoff import BackoffQueue
-from scheduler.backend.queue.heap import PodHeap
+from scheduler.backend.queue.flusher import PeriodicFlusher
+from scheduler.backend.queue.heap import LessFn, PodHeap, SortKeyFn, active_sort_key
 from scheduler.backend.queue.hints import QueueingHints, Strategy
 from scheduler.backend.queue.in_flight import InFlightTracker
 from scheduler.backend.queue.nominator import Nominator
+from scheduler.backend.queue.pre_enqueue import PreEnqueueRunner
+from scheduler.backend.queue.queue_metrics import QueueMetrics
 from scheduler.backend.queue.unschedulable import UnschedulablePool
 from scheduler.clock import Clock
 from scheduler.features import FeatureGates
@@ -45,14 +46,11 @@ from scheduler.framework.events import (
     pod_scheduling_properties_change,
 )
 from scheduler.framework.interface import PreEnqueuePlugin
-from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NominatingInfo, QueuedPodInfo
 from scheduler.logging import debug_enabled
 
 log = structlog.get_logger(__name__)
 
-LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
-SortKeyFn = Callable[[QueuedPodInfo], Any]
 PreEnqueueCheck = Callable[[Pod], bool]
 
 DEFAULT_POD_INITIAL_BACKOFF = 1.0
@@ -63,7 +61,6 @@ ACTIVE = "active"
 BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 
-_PRE_ENQUEUE = "PreEnqueue"
 _EVENT_ASSIGNED_POD_SCALE_DOWN = ClusterEvent(
     EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN
 )
@@ -80,25 +77,6 @@ class QueueProfile:
 
     pre_enqueue: Sequence[PreEnqueuePlugin]
     events_to_register: Mapping[str, Sequence[ClusterEventWithHint]]
-
-
-def _priority_sort_key(pinfo: QueuedPodInfo) -> tuple[int, float]:
-    return (-pinfo.pod.priority, pinfo.timestamp)
-
-
-def _active_key(less: LessFn | None, sort_key: SortKeyFn | None) -> SortKeyFn:
-    if sort_key is not None:
-        return sort_key
-    if less is None:
-        return _priority_sort_key
-    less_fn = less
-
-    def cmp(a: QueuedPodInfo, b: QueuedPodInfo) -> int:
-        if less_fn(a, b):
-            return -1
-        return 1 if less_fn(b, a) else 0
-
-    return functools.cmp_to_key(cmp)
 
 
 def _pod_updated(old: Pod, new: Pod) -> bool:
@@ -138,7 +116,7 @@ class SchedulingQueue:
 
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
-        active_key = _active_key(less, sort_key)
+        active_key = active_sort_key(less, sort_key)
         self._active = PodHeap(active_key)
         self._backoff = BackoffQueue(
             clock, pod_initial_backoff, pod_max_backoff, active_key, self._pop_from_backoff_q
@@ -150,26 +128,20 @@ class SchedulingQueue:
         self._move_request_cycle = -1
         self._closed = False
 
-        self._pre_enqueue: dict[str, tuple[PreEnqueuePlugin, ...]] = {
-            name: tuple(p.pre_enqueue) for name, p in profiles.items()
-        }
         self._hints = QueueingHints(
             {name: p.events_to_register for name, p in profiles.items()}, self._hints_enabled
         )
+        self._metrics = QueueMetrics()
+        self._pre_enqueue = PreEnqueueRunner(
+            {name: tuple(p.pre_enqueue) for name, p in profiles.items()},
+            self._hints.plugin_events,
+            self._metrics,
+        )
         self._nominator = Nominator(self._current_pod)
 
-        self._stop = threading.Event()
-        self._flusher: threading.Thread | None = None
+        self._flusher: PeriodicFlusher | None = None
 
-        self._pending_children = {
-            q: metrics.pending_pods.labels(q)
-            for q in (metrics.ACTIVE_Q, metrics.BACKOFF_Q, metrics.UNSCHEDULABLE_Q, metrics.GATED_Q)
-        }
-        self._pending_values: dict[str, int] = {}
-        self._incoming_children: dict[tuple[str, str], Any] = {}
-        self._reason_children: dict[tuple[str, str], Any] = {}
-        self._pre_enqueue_children: dict[tuple[str, str], Any] = {}
-        self._update_pending_metrics()
+        self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
     # --- nominator ---------------------------------------------------------------------------
 
@@ -202,7 +174,7 @@ class SchedulingQueue:
         """A new unscheduled pod: activeQ, or the unschedulable pool if a PreEnqueue gates it."""
         with self._lock:
             self._add_locked(pod)
-            self._update_pending_metrics()
+            self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
     def _add_locked(self, pod: Pod) -> None:
         pinfo = QueuedPodInfo(pod=pod, timestamp=self._clock.now())
@@ -214,7 +186,7 @@ class SchedulingQueue:
         """An update of an unscheduled pod: refresh it where it waits, maybe requeue it."""
         with self._lock:
             self._update_locked(old, new)
-            self._update_pending_metrics()
+            self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
     def _update_locked(self, old: Pod, new: Pod) -> None:
         uid = new.uid
@@ -278,8 +250,8 @@ class SchedulingQueue:
             if pinfo is None:
                 pinfo = self._unschedulable.delete(uid)
             if pinfo is not None:
-                self._dec_unschedulable_reasons(pinfo)
-            self._update_pending_metrics()
+                self._metrics.forget_unschedulable_reasons(pinfo)
+            self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
     def activate(self, pods: Iterable[Pod]) -> None:
         """Moves the pods from the unschedulable pool or backoffQ straight to activeQ."""
@@ -302,7 +274,7 @@ class SchedulingQueue:
                     activated = True
             if activated:
                 self._cond.notify_all()
-            self._update_pending_metrics()
+            self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
     # --- scheduling loop ---------------------------------------------------------------------
 
@@ -328,20 +300,20 @@ class SchedulingQueue:
                     pinfo = self._backoff.pop_early()
                     if pinfo is None:
                         continue
-                    self._count_incoming(ACTIVE, POP_FROM_BACKOFF_Q)
+                    self._metrics.incoming(ACTIVE, POP_FROM_BACKOFF_Q)
                 pinfo.attempts += 1
                 if not self._in_flight.add_pod(pinfo.pod):
                     log.error(
                         "the same pod is tracked in multiple places; discarding it",
                         pod=pinfo.pod.key,
                     )
-                    self._update_pending_metrics()
+                    self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
                     continue
                 self._cycle += 1
-                self._dec_unschedulable_reasons(pinfo)
+                self._metrics.forget_unschedulable_reasons(pinfo)
                 if pinfo.initial_attempt_timestamp is None:
                     pinfo.initial_attempt_timestamp = self._clock.now()
-                self._update_pending_metrics()
+                self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
                 return pinfo
 
     def done(self, uid: str) -> None:
@@ -365,7 +337,7 @@ class SchedulingQueue:
                 return self._add_unschedulable_locked(pinfo, scheduling_cycle)
             finally:
                 self._in_flight.done(pinfo.pod.uid)
-                self._update_pending_metrics()
+                self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
     def _add_unschedulable_locked(self, pinfo: QueuedPodInfo, scheduling_cycle: int) -> bool:
         pod = pinfo.pod
@@ -389,7 +361,7 @@ class SchedulingQueue:
         pinfo.was_flushed_from_unschedulable = False
         self._flush_timestamps.pop(uid, None)
         for plugin in rejectors:
-            self._reason_child(plugin, pod.scheduler_name).inc()
+            self._metrics.unschedulable_reason(plugin, pod.scheduler_name).inc()
 
         if self._hints_enabled:
             strategy = self._strategy_for_in_flight_pod(pinfo)
@@ -445,7 +417,7 @@ class SchedulingQueue:
                 return
             pods = [p for p in self._unschedulable if pre_check is None or pre_check(p.pod)]
             self._move_pods(pods, event, old_obj, new_obj)
-            self._update_pending_metrics()
+            self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
     def assigned_pod_added(self, pod: Pod) -> None:
         with self._lock:
@@ -453,7 +425,7 @@ class SchedulingQueue:
                 self.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_ADD, None, pod)
                 return
             self._move_pods(self._pods_with_affinity(), EVENT_ASSIGNED_POD_ADD, None, pod)
-            self._update_pending_metrics()
+            self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
     def assigned_pod_updated(self, old: Pod, new: Pod, event: ClusterEvent) -> None:
         with self._lock:
@@ -461,7 +433,7 @@ class SchedulingQueue:
                 self.move_all_to_active_or_backoff_queue(event, old, new)
                 return
             self._move_pods(self._pods_with_affinity(), event, old, new)
-            self._update_pending_metrics()
+            self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
     def _pods_with_affinity(self) -> list[QueuedPodInfo]:
         """Legacy pre-filter for assigned-pod events: only pods with inter-pod (anti-)affinity
@@ -511,7 +483,7 @@ class SchedulingQueue:
                     activated = True
             if activated:
                 self._cond.notify_all()
-            self._update_pending_metrics()
+            self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
     def flush_unschedulable_pods_leftover(self) -> None:
         """Retries pods that waited longer than pod_max_in_unschedulable_pods_duration."""
@@ -527,54 +499,33 @@ class SchedulingQueue:
                     to_move.append(pinfo)
             if to_move:
                 self._move_pods(to_move, EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
-            self._update_pending_metrics()
+            self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
     def run(self) -> None:
         """Starts the daemon thread that runs both flushes periodically (real time)."""
         with self._lock:
             if self._flusher is not None or self._closed:
                 return
-            self._flusher = threading.Thread(
-                target=self._flush_loop, name="scheduling-queue-flush", daemon=True
+            # With pop-from-backoffQ whole backoffQ ordering windows are flushed: the backoff
+            # flush starts at the next second boundary.
+            self._flusher = PeriodicFlusher(
+                self.flush_backoff_q_completed,
+                self._backoff_flush_period,
+                self.flush_unschedulable_pods_leftover,
+                self._unschedulable_flush_period,
+                self._clock if self._pop_from_backoff_q else None,
             )
             self._flusher.start()
-
-    def _flush_loop(self) -> None:
-        now = time.monotonic()
-        first_backoff = self._backoff_flush_period
-        if self._pop_from_backoff_q:
-            # Flush whole backoffQ ordering windows: start at the next window boundary.
-            wall = self._clock.now()
-            first_backoff = math.floor(wall) + 1.0 - wall
-        next_backoff = now + first_backoff
-        next_unschedulable = now + self._unschedulable_flush_period
-        while True:
-            wait = min(next_backoff, next_unschedulable) - time.monotonic()
-            if self._stop.wait(max(0.0, wait)):
-                return
-            now = time.monotonic()
-            try:
-                if now >= next_backoff:
-                    self.flush_backoff_q_completed()
-                    next_backoff += self._backoff_flush_period
-                    if next_backoff < now:
-                        next_backoff = now + self._backoff_flush_period
-                if now >= next_unschedulable:
-                    self.flush_unschedulable_pods_leftover()
-                    next_unschedulable = now + self._unschedulable_flush_period
-            except Exception:
-                log.exception("scheduling queue flush failed")
 
     def close(self) -> None:
         """Stops the flushes and wakes every blocked pop(), which then returns None."""
         with self._lock:
             self._closed = True
-            self._stop.set()
             self._in_flight.clear()
             self._cond.notify_all()
             flusher = self._flusher
-        if flusher is not None and flusher is not threading.current_thread():
-            flusher.join(timeout=5.0)
+        if flusher is not None:
+            flusher.stop()
 
     # --- moves between queues ----------------------------------------------------------------
 
@@ -582,7 +533,7 @@ class SchedulingQueue:
         """requeuePodWithQueueingStrategy: the queue the pod ended up in."""
         if strategy == Strategy.SKIP:
             if self._unschedulable.add_or_update(pinfo):
-                self._count_incoming(UNSCHEDULABLE, event)
+                self._metrics.incoming(UNSCHEDULABLE, event)
             return UNSCHEDULABLE
         if strategy == Strategy.AFTER_BACKOFF and self._backoff.is_backing_off(pinfo):
             return BACKOFF if self._move_to_backoff(pinfo, event) else UNSCHEDULABLE
@@ -595,11 +546,11 @@ class SchedulingQueue:
             )
         pinfo.was_flushed_from_unschedulable = False
         if self._unschedulable.add_or_update(pinfo):
-            self._count_incoming(UNSCHEDULABLE, event)
+            self._metrics.incoming(UNSCHEDULABLE, event)
 
     def _move_to_active(self, pinfo: QueuedPodInfo, event: str, from_backoff: bool) -> bool:
         if not (self._pop_from_backoff_q and from_backoff):
-            self._run_pre_enqueue(pinfo)
+            self._pre_enqueue.run(pinfo)
         if pinfo.gated:
             self._park_gated(pinfo, event)
             return False
@@ -607,73 +558,20 @@ class SchedulingQueue:
             pinfo.initial_attempt_timestamp = self._clock.now()
         self._unschedulable.delete(pinfo.pod.uid)
         self._active.add_or_update(pinfo)
-        self._count_incoming(ACTIVE, event)
+        self._metrics.incoming(ACTIVE, event)
         return True
 
     def _move_to_backoff(self, pinfo: QueuedPodInfo, event: str) -> bool:
         if self._pop_from_backoff_q:
             # It may be popped from backoffQ directly, so it must pass PreEnqueue first.
-            self._run_pre_enqueue(pinfo)
+            self._pre_enqueue.run(pinfo)
             if pinfo.gated:
                 self._park_gated(pinfo, event)
                 return False
         self._unschedulable.delete(pinfo.pod.uid)
         self._backoff.add(pinfo)
-        self._count_incoming(BACKOFF, event)
+        self._metrics.incoming(BACKOFF, event)
         return True
-
-    def _run_pre_enqueue(self, pinfo: QueuedPodInfo) -> None:
-        """Runs the profile's PreEnqueue plugins (the last gating plugin first); the first
-        rejection gates the pod."""
-        pod = pinfo.pod
-        plugins = self._pre_enqueue.get(pod.scheduler_name, ())
-        if not plugins:
-            pinfo.gating_plugin = ""
-            pinfo.gating_plugin_events = ()
-            return
-        start = time.perf_counter()
-        code = Code.SUCCESS
-        gating = pinfo.gating_plugin
-        ordered = plugins
-        if gating and plugins[0].name != gating:
-            ordered = tuple(sorted(plugins, key=lambda pl: pl.name != gating))
-        for plugin in ordered:
-            status = self._run_pre_enqueue_plugin(plugin, pinfo)
-            if status is not None:
-                code = status.code
-                break
-        else:
-            pinfo.gating_plugin = ""
-            pinfo.gating_plugin_events = ()
-        key = (code.label(), pod.scheduler_name)
-        child = self._pre_enqueue_children.get(key)
-        if child is None:
-            child = metrics.framework_extension_point_duration.labels(_PRE_ENQUEUE, *key)
-            self._pre_enqueue_children[key] = child
-        child.observe(time.perf_counter() - start)
-
-    def _run_pre_enqueue_plugin(
-        self, plugin: PreEnqueuePlugin, pinfo: QueuedPodInfo
-    ) -> Status | None:
-        """None on success; otherwise the rejection, recorded on the pod as its gate."""
-        pod = pinfo.pod
-        try:
-            status = plugin.pre_enqueue(pod)
-        except Exception as err:
-            status = Status.as_error(err, plugin.name)
-        if status is None or status.code == Code.SUCCESS:
-            return None
-        name = plugin.name
-        if name not in pinfo.unschedulable_plugins and name not in pinfo.pending_plugins:
-            self._reason_child(name, pod.scheduler_name).inc()
-        pinfo.unschedulable_plugins.add(name)
-        pinfo.gating_plugin = name
-        pinfo.gating_plugin_events = self._hints.plugin_events.get(name, ())
-        if status.code == Code.ERROR:
-            log.error("PreEnqueue plugin failed", pod=pod.key, plugin=name, err=status.message())
-        elif debug_enabled():
-            log.debug("PreEnqueue plugin rejected pod", pod=pod.key, plugin=name)
-        return status
 
     # --- lookups -----------------------------------------------------------------------------
 
@@ -742,39 +640,3 @@ class SchedulingQueue:
                 f"unschedulableEntities:{len(unschedulable)}"
             )
             return active + backoff + unschedulable, summary
-
-    # --- metrics -----------------------------------------------------------------------------
-
-    def _update_pending_metrics(self) -> None:
-        values = {
-            metrics.ACTIVE_Q: len(self._active),
-            metrics.BACKOFF_Q: len(self._backoff),
-            metrics.UNSCHEDULABLE_Q: self._unschedulable.unschedulable_count,
-            metrics.GATED_Q: self._unschedulable.gated_count,
-        }
-        last = self._pending_values
-        for queue, value in values.items():
-            if last.get(queue) != value:
-                self._pending_children[queue].set(value)
-        self._pending_values = values
-
-    def _count_incoming(self, queue: str, event: str) -> None:
-        key = (queue, event)
-        child = self._incoming_children.get(key)
-        if child is None:
-            child = metrics.queue_incoming_pods.labels(queue, event)
-            self._incoming_children[key] = child
-        child.inc()
-
-    def _reason_child(self, plugin: str, profile: str) -> Any:
-        key = (plugin, profile)
-        child = self._reason_children.get(key)
-        if child is None:
-            child = metrics.unschedulable_pods.labels(plugin, profile)
-            self._reason_children[key] = child
-        return child
-
-    def _dec_unschedulable_reasons(self, pinfo: QueuedPodInfo) -> None:
-        profile = pinfo.pod.scheduler_name
-        for plugin in pinfo.unschedulable_plugins | pinfo.pending_plugins:
-            self._reason_child(plugin, profile).dec()

@@ -1,0 +1,69 @@
+"""The queue's metrics, with their label children cached (labels() is costly on hot paths):
+pending pods per queue, incoming pods per queue and event, unschedulable pods per plugin, and
+the PreEnqueue extension point's duration."""
+
+from __future__ import annotations
+
+from collections.abc import Sized
+from typing import Any
+
+from scheduler import metrics
+from scheduler.backend.queue.unschedulable import UnschedulablePool
+from scheduler.framework.types import QueuedPodInfo
+
+_PRE_ENQUEUE = "PreEnqueue"
+
+
+class QueueMetrics:
+    def __init__(self) -> None:
+        self._pending_children = {
+            q: metrics.pending_pods.labels(q)
+            for q in (metrics.ACTIVE_Q, metrics.BACKOFF_Q, metrics.UNSCHEDULABLE_Q, metrics.GATED_Q)
+        }
+        self._pending_values: dict[str, int] = {}
+        self._incoming_children: dict[tuple[str, str], Any] = {}
+        self._reason_children: dict[tuple[str, str], Any] = {}
+        self._pre_enqueue_children: dict[tuple[str, str], Any] = {}
+
+    def set_pending(self, active: Sized, backoff: Sized, pool: UnschedulablePool) -> None:
+        """scheduler_pending_pods per queue; only the values that changed are written."""
+        values = {
+            metrics.ACTIVE_Q: len(active),
+            metrics.BACKOFF_Q: len(backoff),
+            metrics.UNSCHEDULABLE_Q: pool.unschedulable_count,
+            metrics.GATED_Q: pool.gated_count,
+        }
+        last = self._pending_values
+        for queue, value in values.items():
+            if last.get(queue) != value:
+                self._pending_children[queue].set(value)
+        self._pending_values = values
+
+    def incoming(self, queue: str, event: str) -> None:
+        key = (queue, event)
+        child = self._incoming_children.get(key)
+        if child is None:
+            child = metrics.queue_incoming_pods.labels(queue, event)
+            self._incoming_children[key] = child
+        child.inc()
+
+    def unschedulable_reason(self, plugin: str, profile: str) -> Any:
+        key = (plugin, profile)
+        child = self._reason_children.get(key)
+        if child is None:
+            child = metrics.unschedulable_pods.labels(plugin, profile)
+            self._reason_children[key] = child
+        return child
+
+    def forget_unschedulable_reasons(self, pinfo: QueuedPodInfo) -> None:
+        profile = pinfo.pod.scheduler_name
+        for plugin in pinfo.unschedulable_plugins | pinfo.pending_plugins:
+            self.unschedulable_reason(plugin, profile).dec()
+
+    def pre_enqueue_duration(self, code: str, profile: str, seconds: float) -> None:
+        key = (code, profile)
+        child = self._pre_enqueue_children.get(key)
+        if child is None:
+            child = metrics.framework_extension_point_duration.labels(_PRE_ENQUEUE, *key)
+            self._pre_enqueue_children[key] = child
+        child.observe(seconds)
