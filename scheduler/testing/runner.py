@@ -69,6 +69,7 @@ def run_plugin(
     Extension points the plugin does not implement are passed over (every node passes a
     missing Filter). Raises AssertionError when a batch form disagrees with the per-node form.
     """
+    _check_companions(plugin)
     run = PluginRun(state if state is not None else CycleState())
     nodes = snapshot.list()
     skip_filter = False
@@ -99,6 +100,19 @@ def run_plugin(
     if isinstance(plugin, ScorePlugin):
         _score(plugin, run, pod, snapshot, nodes)
     return run
+
+
+def _check_companions(plugin: Plugin) -> None:
+    """The runtime calls `pre_filter_extensions()`/`score_extensions()` of every PreFilter/Score
+    plugin; a plugin without them would fail there, so it fails here first."""
+    for method, companion in (
+        ("pre_filter", "pre_filter_extensions"),
+        ("score", "score_extensions"),
+    ):
+        if callable(getattr(plugin, method, None)) and not callable(
+            getattr(plugin, companion, None)
+        ):
+            raise AssertionError(f"{plugin.name}: has {method}() but no {companion}()")
 
 
 def _check_filter_batch(
