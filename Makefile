@@ -14,14 +14,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+EXAMPLE := examples/node-pool
+
 lint: install
-	$(VENV)/bin/ruff check scheduler tests e2e
-	$(VENV)/bin/ruff format --check scheduler tests e2e
+	$(VENV)/bin/ruff check scheduler tests e2e examples
+	$(VENV)/bin/ruff format --check scheduler tests e2e examples
 	$(VENV)/bin/mypy
+	cd $(EXAMPLE) && MYPYPATH=$(CURDIR) $(CURDIR)/$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# The example plugin is a distribution of its own: its tests run with its own pytest config.
 unit: install
 	$(PY) -m pytest -q tests
+	cd $(EXAMPLE) && $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
 
 # Builds the pinned control plane into ~/.cache/kube-pysched (once per version).
 cluster-build: install

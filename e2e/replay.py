@@ -22,28 +22,13 @@ from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework, FrameworkServices
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.testing import FakeApi, FakeRecorder
 
 
 @dataclass(frozen=True)
 class Decision:
     best: frozenset[str]  # empty when no node fits
     scores: dict[str, int]
-
-
-class _NoApi:
-    def bind(self, pod: Any, node_name: str) -> None:
-        raise AssertionError("replay never binds")
-
-    def delete_pod(self, pod: Any, grace_period_seconds: int | None = None) -> None:
-        raise AssertionError("replay never deletes")
-
-    def patch_pod_status(self, pod: Any, patch: Any) -> None:
-        raise AssertionError("replay never patches")
-
-
-class _NoEvents:
-    def eventf(self, *args: Any) -> None:
-        pass
 
 
 class Replayer:
@@ -53,8 +38,8 @@ class Replayer:
         self.snapshot = Snapshot()
         services = FrameworkServices(
             snapshot=lambda: self.snapshot,
-            api=_NoApi(),
-            event_recorder=_NoEvents(),
+            api=FakeApi(fail_with=AssertionError("replay never writes to the API")),
+            event_recorder=FakeRecorder(),
             features=FeatureGates(),
         )
         self.fwk = Framework(spec, registry, services)

@@ -1,4 +1,5 @@
-"""An in-process scheduler for unit tests: real cache, queue, framework and loop; fake API.
+"""An in-process scheduler for unit tests: real cache, queue, framework and loop; the testing
+kit's FakeApi and FakeRecorder.
 
 The plugins here are deliberately tiny (cpu fit, most-free-cpu score, a binder) so tests of the
 scheduling core do not depend on the in-tree plugins' details.
@@ -6,9 +7,6 @@ scheduling core do not depend on the in-tree plugins' details.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +27,7 @@ from scheduler.framework.runtime import Framework, FrameworkServices
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, QueuedPodInfo
 from scheduler.scheduler import Scheduler
+from scheduler.testing import FakeApi, FakeRecorder
 
 PROFILE = "kube-pysched"
 
@@ -93,74 +92,6 @@ class Binder:
         except Exception as err:
             return Status.as_error(err)
         return None
-
-
-@dataclass
-class FakeApi:
-    """Records what the scheduler writes; `fail_binds` makes binding raise.
-
-    `writes` is every pod write in the order the API server would have applied it. While
-    `hold_patches` is an unset Event, status patches start (counted in `patches_started`) and
-    then wait for it, as a slow API server would make them.
-    """
-
-    binds: dict[str, str] = field(default_factory=dict)
-    status_patches: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
-    deletes: list[str] = field(default_factory=list)
-    writes: list[tuple[str, str]] = field(default_factory=list)
-    fail_binds: bool = False
-    fail_deletes: Exception | None = None
-    hold_patches: threading.Event | None = None
-    patches_started: list[str] = field(default_factory=list)
-    changed: threading.Condition = field(default_factory=threading.Condition)
-
-    def bind(self, pod: Pod, node_name: str) -> None:
-        if self.fail_binds:
-            raise RuntimeError("apiserver said no")
-        with self.changed:
-            self.binds[pod.key] = node_name
-            self.writes.append(("bind", pod.key))
-            self.changed.notify_all()
-
-    def delete_pod(self, pod: Pod, grace_period_seconds: int | None = None) -> None:
-        if self.fail_deletes is not None:
-            raise self.fail_deletes
-        with self.changed:
-            self.deletes.append(pod.key)
-            self.changed.notify_all()
-
-    def patch_pod_status(self, pod: Pod, patch: Mapping[str, Any]) -> None:
-        with self.changed:
-            self.patches_started.append(pod.key)
-            self.changed.notify_all()
-        hold = self.hold_patches
-        if hold is not None and not hold.wait(timeout=30):
-            raise AssertionError("a held status patch was never released")
-        with self.changed:
-            self.status_patches.append((pod.key, patch))
-            self.writes.append(("patch", pod.key))
-            self.changed.notify_all()
-
-    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-        with self.changed:
-            if not self.changed.wait_for(predicate, timeout):
-                raise AssertionError("condition not reached before the deadline")
-
-
-@dataclass
-class FakeRecorder:
-    events: list[tuple[str, str, str]] = field(default_factory=list)
-
-    def eventf(
-        self,
-        regarding: Pod,
-        related: Pod | None,
-        event_type: str,
-        reason: str,
-        action: str,
-        message: str,
-    ) -> None:
-        self.events.append((regarding.key, reason, message))
 
 
 def registry() -> Registry:

@@ -13,7 +13,7 @@ from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSp
 from scheduler.framework.registry import PluginSpec, Registry
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo
-from tests.builders import make_node, make_pod
+from scheduler.testing import make_node, make_pod
 from tests.core_harness import PROFILE, Harness, profile_spec, registry
 
 

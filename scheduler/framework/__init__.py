@@ -1,1 +1,125 @@
-"""The scheduling framework: plugin interfaces, statuses, cycle state, node info, cluster events."""
+"""The scheduling framework; this module is the plugin API, what a plugin author imports.
+
+    from scheduler.framework import Code, CycleState, FilterPlugin, NodeInfo, PluginSpec, Status
+
+A plugin is any object with a `name` that implements the methods of one or more extension-point
+Protocols below; it is built by the factory of its `PluginSpec` (registered in-tree or under the
+`kube_pysched.plugins` entry-point group) with its decoded args and a `Handle`. The names here
+are kept stable for out-of-tree plugins; the runtime, the filter pass and the preemption
+machinery are internals. See docs/plugins.md.
+"""
+
+from scheduler.framework.cycle_state import CycleState, StateData
+from scheduler.framework.events import (
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_ASSIGNED_POD_DELETE,
+    EVENT_ASSIGNED_POD_UPDATE,
+    EVENT_NODE_ADD,
+    EVENT_NODE_DELETE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+    QueueingHintFn,
+)
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    ApiActions,
+    BatchFilterPlugin,
+    BatchFilterStatusesPlugin,
+    BatchScorePlugin,
+    BindPlugin,
+    EnqueueExtensions,
+    EventRecorder,
+    FilterPlugin,
+    Handle,
+    PermitPlugin,
+    Plugin,
+    PluginFactory,
+    PodNominator,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScoreColumn,
+    ScoreExtensions,
+    ScorePlugin,
+    SnapshotLister,
+    WaitingPod,
+)
+from scheduler.framework.node_table import BoolColumn, IntColumn, NodeTable
+from scheduler.framework.registry import ENTRY_POINT_GROUP, ArgsError, PluginSpec
+from scheduler.framework.status import Code, Status, is_success
+from scheduler.framework.types import (
+    NodeInfo,
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPodInfo,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "EVENT_ASSIGNED_POD_ADD",
+    "EVENT_ASSIGNED_POD_DELETE",
+    "EVENT_ASSIGNED_POD_UPDATE",
+    "EVENT_NODE_ADD",
+    "EVENT_NODE_DELETE",
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "ActionType",
+    "ApiActions",
+    "ArgsError",
+    "BatchFilterPlugin",
+    "BatchFilterStatusesPlugin",
+    "BatchScorePlugin",
+    "BindPlugin",
+    "BoolColumn",
+    "ClusterEvent",
+    "ClusterEventWithHint",
+    "Code",
+    "CycleState",
+    "EnqueueExtensions",
+    "EventRecorder",
+    "EventResource",
+    "FilterPlugin",
+    "Handle",
+    "IntColumn",
+    "NodeInfo",
+    "NodeTable",
+    "NodeToStatus",
+    "PermitPlugin",
+    "Plugin",
+    "PluginFactory",
+    "PluginSpec",
+    "PodNominator",
+    "PostBindPlugin",
+    "PostFilterPlugin",
+    "PostFilterResult",
+    "PreBindPlugin",
+    "PreEnqueuePlugin",
+    "PreFilterExtensions",
+    "PreFilterPlugin",
+    "PreFilterResult",
+    "PreScorePlugin",
+    "QueueSortPlugin",
+    "QueuedPodInfo",
+    "QueueingHint",
+    "QueueingHintFn",
+    "ReservePlugin",
+    "ScoreColumn",
+    "ScoreExtensions",
+    "ScorePlugin",
+    "SnapshotLister",
+    "StateData",
+    "Status",
+    "WaitingPod",
+    "is_success",
+]

@@ -1,5 +1,5 @@
 from scheduler.api.resources import DEFAULT_MEMORY_REQUEST
-from tests.builders import make_pod
+from scheduler.testing import make_pod
 
 
 def test_requests_sum_containers_and_take_max_with_init_containers() -> None:
@@ -43,7 +43,7 @@ def test_pod_level_requests_override_container_sum() -> None:
     raw_pod = make_pod(cpu="100m")
     assert raw_pod.requests.milli_cpu == 100
     from scheduler.api.parse import parse_pod
-    from tests.builders import pod_json
+    from scheduler.testing import pod_json
 
     data = pod_json(cpu="100m")
     data["spec"]["resources"] = {"requests": {"cpu": "2"}}
@@ -55,7 +55,7 @@ def test_pod_level_requests_override_container_sum() -> None:
 
 def test_overhead_and_extended_resources() -> None:
     from scheduler.api.parse import parse_pod
-    from tests.builders import pod_json
+    from scheduler.testing import pod_json
 
     data = pod_json(requests={"cpu": "1", "example.com/gpu": "2"})
     data["spec"]["overhead"] = {"cpu": "250m"}
@@ -66,7 +66,7 @@ def test_overhead_and_extended_resources() -> None:
 
 def test_resized_pod_counts_the_larger_of_spec_and_allocated() -> None:
     from scheduler.api.parse import parse_pod
-    from tests.builders import pod_json
+    from scheduler.testing import pod_json
 
     data = pod_json(cpu="1")
     data["status"]["containerStatuses"] = [

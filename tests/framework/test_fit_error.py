@@ -1,6 +1,6 @@
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, FitError
-from tests.builders import make_pod
+from scheduler.testing import make_pod
 
 
 def test_message_counts_reasons_sorted_as_strings_like_kube_scheduler() -> None:

@@ -5,7 +5,7 @@ import numpy as np
 from scheduler.api.labels import IN, Requirement
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.framework.node_table import _COLUMNS, NodeTable
-from tests.builders import make_node, make_pod
+from scheduler.testing import make_node, make_pod
 
 GPU = "example.com/gpu"
 

@@ -10,8 +10,7 @@ from scheduler.plugins import (
     node_ports,
     node_unschedulable,
 )
-from tests.builders import make_node, make_pod
-from tests.plugins.fake_handle import build_plugin, make_snapshot
+from scheduler.testing import build_plugin, make_node, make_pod, make_snapshot
 
 
 def test_batch_columns_have_one_entry_per_row() -> None:

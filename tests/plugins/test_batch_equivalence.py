@@ -20,7 +20,8 @@ from scheduler.plugins import (
     noderesources,
     taint_toleration,
 )
-from tests.plugins.world import build, random_pod, random_world
+from scheduler.testing import build_plugin
+from tests.plugins.world import random_pod, random_world
 
 FILTERS: list[tuple[str, PluginSpec]] = [
     (node_name.NAME, node_name.SPEC),
@@ -57,7 +58,7 @@ SCORE_CONFIGS: list[tuple[PluginSpec, dict[str, object] | None]] = [
 def test_filter_batch_equals_per_node_filter(seed: int, spec: PluginSpec) -> None:
     rng = random.Random(seed)
     snap = random_world(rng)
-    plugin = build(spec)
+    plugin = build_plugin(spec)
     for i in range(15):
         pod = random_pod(rng, i)
         state = CycleState()
@@ -89,7 +90,7 @@ def test_score_batch_equals_per_node_score(
 ) -> None:
     rng = random.Random(seed)
     snap = random_world(rng)
-    plugin = build(spec, args)
+    plugin = build_plugin(spec, args)
     for i in range(15):
         pod = random_pod(rng, i)
         state = CycleState()

@@ -24,8 +24,7 @@ from scheduler.plugins import (
     node_unschedulable,
     taint_toleration,
 )
-from tests.builders import make_node, pod_json
-from tests.plugins.fake_handle import build_plugin, make_snapshot
+from scheduler.testing import build_plugin, make_node, make_snapshot, pod_json
 
 KEYS = ("zone", "rank", "disk", "example.com/pool")
 VALUES = {"zone": ("a", "b", "c"), "rank": ("1", "5", "9", "x"), "disk": ("ssd", "hdd")}

@@ -17,7 +17,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.registry import PluginSpec, Registry, RegistryError
 from scheduler.plugins import registry
-from tests.plugins.fake_handle import build_plugin
+from scheduler.testing import build_plugin
 
 KUBE_SCHEDULER_NAMES = {
     "PrioritySort",

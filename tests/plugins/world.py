@@ -1,32 +1,15 @@
-"""Builds real snapshots (cache -> snapshot -> NodeTable) and plugins for plugin unit tests."""
+"""Random clusters and pods for equivalence tests (batch vs per-node forms, first rejections).
+
+Built with the testing kit (`scheduler.testing`), as the scheduler would see them.
+"""
 
 from __future__ import annotations
 
 import random
-from typing import Any
 
-from scheduler.api.objects import Node, Pod
-from scheduler.backend.cache import Cache, Snapshot
-from scheduler.framework.registry import PluginSpec
-from tests.builders import make_node, make_pod
-from tests.plugins.fake_handle import FakeHandle
-
-
-def build(spec: PluginSpec, raw_args: dict[str, Any] | None = None) -> Any:
-    args = spec.decode_args(raw_args) if spec.decode_args is not None else None
-    return spec.factory(args, FakeHandle())
-
-
-def snapshot(nodes: list[Node], pods: list[Pod] = ()) -> Snapshot:  # type: ignore[assignment]
-    cache = Cache()
-    for node in nodes:
-        cache.add_node(node)
-    for pod in pods:
-        cache.add_pod(pod)
-    snap = Snapshot()
-    cache.update_snapshot(snap)
-    return snap
-
+from scheduler.api.objects import Pod
+from scheduler.backend.cache import Snapshot
+from scheduler.testing import make_node, make_pod, make_snapshot
 
 ZONES = ("a", "b", "c")
 TAINTS = (
@@ -68,7 +51,7 @@ def random_world(rng: random.Random, n_nodes: int = 40) -> Snapshot:
                     host_ports=[8080] if rng.random() < 0.2 else None,
                 )
             )
-    return snapshot(nodes, pods)
+    return make_snapshot(nodes, pods)
 
 
 def random_pod(rng: random.Random, i: int) -> Pod:

@@ -2,7 +2,7 @@ import pytest
 
 from scheduler.api.objects import replace_pod
 from scheduler.backend.cache import Cache, CacheError, Snapshot
-from tests.builders import make_node, make_pod
+from scheduler.testing import make_node, make_pod
 
 
 def _cache_with_nodes(*names: str) -> Cache:

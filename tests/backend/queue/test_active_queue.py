@@ -7,8 +7,8 @@ import threading
 from scheduler.clock import FakeClock
 from scheduler.framework.events import EVENT_NODE_ADD, ClusterEventWithHint
 from scheduler.framework.types import QueuedPodInfo
+from scheduler.testing import make_pod
 from tests.backend.queue.helpers import make_queue
-from tests.builders import make_pod
 
 
 def test_pop_orders_by_priority_then_arrival() -> None:

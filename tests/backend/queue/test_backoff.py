@@ -8,8 +8,8 @@ from scheduler.api.objects import Pod
 from scheduler.backend.queue import SchedulingQueue
 from scheduler.clock import FakeClock
 from scheduler.framework.events import EVENT_NODE_ADD, ClusterEventWithHint
+from scheduler.testing import make_pod
 from tests.backend.queue.helpers import fail, incoming, make_queue
-from tests.builders import make_pod
 
 FIT_EVENTS = {"Fit": [ClusterEventWithHint(EVENT_NODE_ADD)]}
 

@@ -12,6 +12,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
 )
+from scheduler.testing import make_node, make_pod
 from tests.backend.queue.helpers import (
     GatePlugin,
     SwitchPlugin,
@@ -20,7 +21,6 @@ from tests.backend.queue.helpers import (
     pending,
     pop_and_fail,
 )
-from tests.builders import make_node, make_pod
 
 QUEUE = always(QueueingHint.QUEUE)
 GATES_REMOVED = ClusterEvent(

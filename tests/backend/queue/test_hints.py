@@ -19,8 +19,8 @@ from scheduler.framework.events import (
     QueueingHint,
 )
 from scheduler.framework.types import QueuedPodInfo
+from scheduler.testing import make_node, make_pod
 from tests.backend.queue.helpers import PROFILE, always, make_queue, pop_and_fail, sample
-from tests.builders import make_node, make_pod
 
 QUEUE = always(QueueingHint.QUEUE)
 SKIP = always(QueueingHint.QUEUE_SKIP)

@@ -12,8 +12,8 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
 )
+from scheduler.testing import make_node, make_pod
 from tests.backend.queue.helpers import always, make_queue, pop_and_fail
-from tests.builders import make_node, make_pod
 
 SKIP = always(QueueingHint.QUEUE_SKIP)
 NODE_LABEL = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL)

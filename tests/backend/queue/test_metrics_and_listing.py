@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scheduler.clock import FakeClock
 from scheduler.framework.events import EVENT_NODE_ADD, ClusterEventWithHint, QueueingHint
+from scheduler.testing import make_node, make_pod
 from tests.backend.queue.helpers import (
     GatePlugin,
     always,
@@ -12,7 +13,6 @@ from tests.backend.queue.helpers import (
     pending,
     pop_and_fail,
 )
-from tests.builders import make_node, make_pod
 
 EVENTS = {"Fit": [ClusterEventWithHint(EVENT_NODE_ADD, always(QueueingHint.QUEUE))]}
 

@@ -6,8 +6,8 @@ from scheduler.api.objects import replace_pod
 from scheduler.backend.queue import Nominator
 from scheduler.clock import FakeClock
 from scheduler.framework.types import CLEAR_NOMINATED_NODE, NominatingInfo, NominatingMode
+from scheduler.testing import make_pod
 from tests.backend.queue.helpers import make_queue, pop_and_fail
-from tests.builders import make_pod
 
 
 def test_nominates_from_status_when_no_nominating_info() -> None:

@@ -13,6 +13,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
 )
+from scheduler.testing import make_node, make_pod
 from tests.backend.queue.helpers import (
     always,
     incoming,
@@ -20,7 +21,6 @@ from tests.backend.queue.helpers import (
     pop_and_fail,
     sample,
 )
-from tests.builders import make_node, make_pod
 
 QUEUE = always(QueueingHint.QUEUE)
 TARGET_LABEL = ClusterEvent(EventResource.TARGET_POD, ActionType.UPDATE_POD_LABEL)

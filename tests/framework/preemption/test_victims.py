@@ -11,7 +11,7 @@ from scheduler.framework.preemption.victims import (
     pod_terminating_by_preemption,
     split_by_pdb_violation,
 )
-from tests.builders import make_pdb, make_pod
+from scheduler.testing import make_pdb, make_pod
 
 NOW = 1_800_000_000.0
 PREEMPTED = {

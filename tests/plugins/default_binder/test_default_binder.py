@@ -7,8 +7,7 @@ from scheduler.framework.status import Code
 from scheduler.plugins import (
     default_binder,
 )
-from tests.builders import make_pod
-from tests.plugins.fake_handle import FakeHandle, build_plugin
+from scheduler.testing import FakeHandle, build_plugin, make_pod
 
 
 def test_default_binder_binds_through_the_api() -> None:
@@ -16,7 +15,7 @@ def test_default_binder_binds_through_the_api() -> None:
     plugin = build_plugin(default_binder.SPEC, handle=handle)
     pod = make_pod("web", namespace="prod")
     assert plugin.bind(CycleState(), pod, "n1") is None
-    assert handle.fake_api.binds == [(pod.key, "n1")]
+    assert handle.fake_api.binds == {pod.key: "n1"}
 
 
 def test_default_binder_returns_error_status_when_the_api_fails() -> None:
@@ -27,4 +26,4 @@ def test_default_binder_returns_error_status_when_the_api_fails() -> None:
     assert status.code == Code.ERROR
     assert 'pods "web" not found' in status.message()
     assert isinstance(status.error, RuntimeError)
-    assert handle.fake_api.binds == []
+    assert handle.fake_api.binds == {}

@@ -15,7 +15,7 @@ from scheduler import metrics
 from scheduler.api.errors import ApiError
 from scheduler.api.objects import Pod
 from scheduler.plugins.default_preemption.plugin import WAITING_FOR_PREEMPTION
-from tests.builders import make_node, make_pod
+from scheduler.testing import make_node, make_pod
 from tests.core_harness import Harness
 from tests.plugins.default_preemption.preemption_world import (
     plugin,

@@ -14,8 +14,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PreFilterResult
 from scheduler.plugins import node_affinity
 from scheduler.plugins.node_affinity.args import NodeAffinityArgs, decode_args
-from tests.builders import make_node, make_pod
-from tests.plugins.fake_handle import build_plugin, make_snapshot
+from scheduler.testing import build_plugin, make_node, make_pod, make_snapshot
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 PREF = "preferredDuringSchedulingIgnoredDuringExecution"

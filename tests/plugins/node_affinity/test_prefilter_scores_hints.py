@@ -11,14 +11,13 @@ from scheduler.framework.types import PreFilterResult
 from scheduler.plugins import (
     node_affinity,
 )
-from tests.builders import make_node, make_pod
-from tests.plugins.world import build, snapshot
+from scheduler.testing import build_plugin, make_node, make_pod, make_snapshot
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 
 
 def test_node_affinity_match_fields_narrow_the_nodes_in_prefilter() -> None:
-    plugin = build(node_affinity.SPEC)
+    plugin = build_plugin(node_affinity.SPEC)
     term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
     pod = make_pod(
         "p",
@@ -35,7 +34,9 @@ def test_node_affinity_match_fields_narrow_the_nodes_in_prefilter() -> None:
 
 
 def test_node_affinity_preferred_terms_score_their_weights() -> None:
-    snap = snapshot([make_node("a", labels={"zone": "a"}), make_node("b", labels={"zone": "b"})])
+    snap = make_snapshot(
+        [make_node("a", labels={"zone": "a"}), make_node("b", labels={"zone": "b"})]
+    )
     pref = [
         {
             "weight": 7,
@@ -48,7 +49,7 @@ def test_node_affinity_preferred_terms_score_their_weights() -> None:
     pod = make_pod(
         "p", affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": pref}}
     )
-    plugin = build(node_affinity.SPEC)
+    plugin = build_plugin(node_affinity.SPEC)
     state = CycleState()
     assert plugin.pre_score(state, pod, snap.node_info_list) is None
     scores = plugin.score_batch(state, pod, snap.table, np.array([0, 1], np.intp))
@@ -59,7 +60,7 @@ def test_node_affinity_preferred_terms_score_their_weights() -> None:
 
 
 def test_added_affinity_is_enforced_with_its_own_reason() -> None:
-    plugin = build(
+    plugin = build_plugin(
         node_affinity.SPEC,
         {
             "addedAffinity": {
@@ -75,13 +76,13 @@ def test_added_affinity_is_enforced_with_its_own_reason() -> None:
             }
         },
     )
-    info = snapshot([make_node("n", labels={"pool": "web"})]).get("n")
+    info = make_snapshot([make_node("n", labels={"pool": "web"})]).get("n")
     status = plugin.filter(CycleState(), make_pod("p"), info)
     assert status.message() == "node(s) didn't match scheduler-enforced node affinity"
 
 
 def test_node_affinity_hint_queues_only_when_a_node_starts_matching() -> None:
-    plugin = build(node_affinity.SPEC)
+    plugin = build_plugin(node_affinity.SPEC)
     pod = make_pod("p", node_selector={"disk": "ssd"})
     hdd, ssd = make_node("n", labels={"disk": "hdd"}), make_node("n", labels={"disk": "ssd"})
     assert plugin.is_schedulable_after_node_change(pod, None, ssd) == Q

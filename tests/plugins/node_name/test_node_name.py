@@ -11,8 +11,7 @@ from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins import (
     node_name,
 )
-from tests.builders import make_node, make_pod
-from tests.plugins.fake_handle import build_plugin, make_snapshot
+from scheduler.testing import build_plugin, make_node, make_pod, make_snapshot
 
 
 def _info(node_name_: str = "n1", pods: tuple[object, ...] = (), **kwargs: object) -> NodeInfo:

@@ -6,14 +6,13 @@ from scheduler.framework.events import QueueingHint
 from scheduler.plugins import (
     node_ports,
 )
-from tests.builders import make_pod
-from tests.plugins.world import build
+from scheduler.testing import build_plugin, make_pod
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 
 
 def test_ports_hint_queues_only_when_a_conflicting_port_is_freed() -> None:
-    plugin = build(node_ports.SPEC)
+    plugin = build_plugin(node_ports.SPEC)
     pod = make_pod("p", host_ports=[8080])
     same = make_pod("a", host_ports=[8080], node_name="n")
     other = make_pod("b", host_ports=[9090], node_name="n")

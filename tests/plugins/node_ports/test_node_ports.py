@@ -16,8 +16,7 @@ from scheduler.framework.types import NodeInfo
 from scheduler.plugins import (
     node_ports,
 )
-from tests.builders import make_node, make_pod, pod_json
-from tests.plugins.fake_handle import build_plugin, make_snapshot
+from scheduler.testing import build_plugin, make_node, make_pod, make_snapshot, pod_json
 
 
 def _info(node_name_: str = "n1", pods: tuple[object, ...] = (), **kwargs: object) -> NodeInfo:

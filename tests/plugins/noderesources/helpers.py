@@ -12,7 +12,7 @@ from scheduler.framework.types import NodeInfo
 from scheduler.plugins import noderesources
 from scheduler.plugins.noderesources import balanced_allocation as balanced
 from scheduler.plugins.noderesources import fit
-from tests.plugins.fake_handle import FakeHandle, build_plugin, make_snapshot
+from scheduler.testing import FakeHandle, build_plugin, make_snapshot
 
 
 def build_fit(raw: dict[str, Any] | None = None, **gates: bool) -> fit.NodeResourcesFit:

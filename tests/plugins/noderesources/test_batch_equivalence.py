@@ -11,7 +11,7 @@ import pytest
 from scheduler.api.objects import Node, Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code
-from tests.builders import make_node, make_pod
+from scheduler.testing import make_node, make_pod
 from tests.plugins.noderesources.helpers import build_balanced, build_fit, cluster
 from tests.plugins.test_batch_equivalence import assert_statuses_match_filter
 

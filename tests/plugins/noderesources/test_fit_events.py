@@ -5,7 +5,7 @@ from __future__ import annotations
 from scheduler.api.objects import replace_pod
 from scheduler.api.resources import Resource
 from scheduler.framework.events import ActionType, ClusterEvent, EventResource, QueueingHint
-from tests.builders import make_node, make_pod
+from scheduler.testing import make_node, make_pod
 from tests.plugins.noderesources.helpers import build_fit
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP

@@ -5,7 +5,7 @@ from __future__ import annotations
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.node_table import NodeTable
 from scheduler.framework.status import Code
-from tests.builders import make_node, make_pod
+from scheduler.testing import make_node, make_pod
 from tests.plugins.noderesources.helpers import build_fit, node_info, prefiltered
 
 GPU = "example.com/gpu"

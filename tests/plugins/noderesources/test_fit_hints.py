@@ -6,14 +6,13 @@ from scheduler.framework.events import QueueingHint
 from scheduler.plugins import (
     noderesources,
 )
-from tests.builders import make_node, make_pod
-from tests.plugins.world import build
+from scheduler.testing import build_plugin, make_node, make_pod
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 
 
 def test_fit_hint_needs_a_node_big_enough_and_more_room() -> None:
-    plugin = build(noderesources.FIT_SPEC)
+    plugin = build_plugin(noderesources.FIT_SPEC)
     pod = make_pod("p", cpu="3")
     small, big = make_node("n", cpu="2"), make_node("n", cpu="4")
     assert plugin.is_schedulable_after_node_change(pod, None, small) == SKIP

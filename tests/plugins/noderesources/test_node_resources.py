@@ -10,8 +10,7 @@ from scheduler.framework.registry import ArgsError
 from scheduler.framework.status import Code
 from scheduler.plugins import noderesources
 from scheduler.plugins.noderesources import balanced_allocation_args, fit_args
-from tests.builders import make_node, make_pod
-from tests.plugins.world import build, snapshot
+from scheduler.testing import build_plugin, make_node, make_pod, make_snapshot
 
 
 def _score(plugin: object, pod: object, snap: object, name: str) -> int:
@@ -30,20 +29,20 @@ def _score(plugin: object, pod: object, snap: object, name: str) -> int:
 def half_used() -> object:
     # Node: 4 cpu, 10000 bytes; an existing pod requests 1 cpu and 2000 bytes.
     node = make_node("n", cpu="4", memory="10000")
-    return snapshot([node], [make_pod("old", cpu="1", memory="2000", node_name="n")])
+    return make_snapshot([node], [make_pod("old", cpu="1", memory="2000", node_name="n")])
 
 
 def test_least_allocated(half_used: object) -> None:
     # requested cpu 1000+1000=2000 of 4000 -> (4000-2000)*100/4000 = 50
     # requested mem 2000+2000=4000 of 10000 -> (10000-4000)*100/10000 = 60; (50+60)/2 = 55
     pod = make_pod("p", cpu="1", memory="2000")
-    assert _score(build(noderesources.FIT_SPEC), pod, half_used, "n") == 55
+    assert _score(build_plugin(noderesources.FIT_SPEC), pod, half_used, "n") == 55
 
 
 def test_most_allocated(half_used: object) -> None:
     # cpu 2000*100/4000 = 50, mem 4000*100/10000 = 40 -> 45
     pod = make_pod("p", cpu="1", memory="2000")
-    plugin = build(noderesources.FIT_SPEC, {"scoringStrategy": {"type": "MostAllocated"}})
+    plugin = build_plugin(noderesources.FIT_SPEC, {"scoringStrategy": {"type": "MostAllocated"}})
     assert _score(plugin, pod, half_used, "n") == 45
 
 
@@ -51,7 +50,7 @@ def test_requested_to_capacity_ratio_with_weights(half_used: object) -> None:
     # Shape (0,10)->(100,0) scaled to scores 100..0: cpu at 50% -> 50, mem at 40% -> 60.
     # Weighted: (50*2 + 60*1) / 3 = 53.33 -> math.Round -> 53
     pod = make_pod("p", cpu="1", memory="2000")
-    plugin = build(
+    plugin = build_plugin(
         noderesources.FIT_SPEC,
         {
             "scoringStrategy": {
@@ -69,30 +68,30 @@ def test_requested_to_capacity_ratio_with_weights(half_used: object) -> None:
 def test_pod_without_requests_scores_with_non_zero_defaults() -> None:
     # Empty node 1000m / 1000Mi. A pod with no requests counts as 100m and 200Mi:
     # cpu (1000-100)*100/1000 = 90, mem (1000-200)*100/1000 = 80 -> 85
-    snap = snapshot([make_node("n", cpu="1", memory="1000Mi")])
-    assert _score(build(noderesources.FIT_SPEC), make_pod("p"), snap, "n") == 85
+    snap = make_snapshot([make_node("n", cpu="1", memory="1000Mi")])
+    assert _score(build_plugin(noderesources.FIT_SPEC), make_pod("p"), snap, "n") == 85
 
 
 def test_balanced_allocation_scores_the_change_the_pod_makes(half_used: object) -> None:
     # Fractions with the pod: cpu 0.5, mem 0.4 -> std 0.05 -> int(0.95*100) = 95
     # without: 0.25, 0.2 -> std 0.025 -> int(97.5) = 97; 50 + (50 + 95 - 97)/2 = 74
     pod = make_pod("p", cpu="1", memory="2000")
-    assert _score(build(noderesources.BALANCED_ALLOCATION_SPEC), pod, half_used, "n") == 74
+    assert _score(build_plugin(noderesources.BALANCED_ALLOCATION_SPEC), pod, half_used, "n") == 74
 
 
 def test_balanced_allocation_skips_best_effort_pods(half_used: object) -> None:
-    plugin = build(noderesources.BALANCED_ALLOCATION_SPEC)
+    plugin = build_plugin(noderesources.BALANCED_ALLOCATION_SPEC)
     status = plugin.pre_score(CycleState(), make_pod("p"), half_used.node_info_list)  # type: ignore[attr-defined]
     assert status is not None and status.code == Code.SKIP
 
 
 def test_filter_reasons_and_codes() -> None:
-    snap = snapshot(
+    snap = make_snapshot(
         [make_node("n", cpu="2", memory="1Gi", pods=1)],
         [make_pod("old", cpu="1", node_name="n")],
     )
     info = snap.get("n")
-    plugin = build(noderesources.FIT_SPEC)
+    plugin = build_plugin(noderesources.FIT_SPEC)
     state = CycleState()
     # Fits the empty node but not the used one: Unschedulable (preemption could help).
     status = plugin.filter(state, make_pod("p", cpu="1500m"), info)
@@ -105,12 +104,12 @@ def test_filter_reasons_and_codes() -> None:
 
 
 def test_extended_resources_and_ignored_resources() -> None:
-    snap = snapshot([make_node("n", extended={"example.com/gpu": "1"})])
+    snap = make_snapshot([make_node("n", extended={"example.com/gpu": "1"})])
     info = snap.get("n")
     pod = make_pod("p", requests={"example.com/gpu": "2", "other.io/fpga": "1"})
-    status = build(noderesources.FIT_SPEC).filter(CycleState(), pod, info)
+    status = build_plugin(noderesources.FIT_SPEC).filter(CycleState(), pod, info)
     assert status.reasons == ["Insufficient example.com/gpu", "Insufficient other.io/fpga"]
-    ignoring = build(
+    ignoring = build_plugin(
         noderesources.FIT_SPEC,
         {"ignoredResources": ["example.com/gpu"], "ignoredResourceGroups": ["other.io"]},
     )

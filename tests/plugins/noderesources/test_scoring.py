@@ -13,7 +13,7 @@ from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.noderesources.resource_allocation import balanced_resource_score
 from scheduler.plugins.noderesources.shape import BrokenLinear
-from tests.builders import make_node, make_pod
+from scheduler.testing import make_node, make_pod
 from tests.plugins.noderesources.helpers import build_balanced, build_fit, cluster
 
 GPU = "example.com/gpu"

@@ -8,8 +8,7 @@ from scheduler.framework.types import QueuedPodInfo
 from scheduler.plugins import (
     priority_sort,
 )
-from tests.builders import make_pod
-from tests.plugins.fake_handle import build_plugin
+from scheduler.testing import build_plugin, make_pod
 
 
 def test_priority_sort_orders_by_priority_then_enqueue_time() -> None:

@@ -12,8 +12,7 @@ from scheduler.framework.status import Code
 from scheduler.plugins import (
     scheduling_gates,
 )
-from tests.builders import make_pod
-from tests.plugins.fake_handle import build_plugin
+from scheduler.testing import build_plugin, make_pod
 
 
 def test_scheduling_gates_message_lists_gates_in_order() -> None:

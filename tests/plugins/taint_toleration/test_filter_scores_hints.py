@@ -10,8 +10,7 @@ from scheduler.framework.status import Code
 from scheduler.plugins import (
     taint_toleration,
 )
-from tests.builders import make_node, make_pod
-from tests.plugins.world import build, snapshot
+from scheduler.testing import build_plugin, make_node, make_pod, make_snapshot
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 
@@ -20,8 +19,8 @@ GPU_TAINT = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
 
 
 def test_untolerated_taint_filters_and_toleration_admits() -> None:
-    info = snapshot([make_node("gpu", taints=GPU_TAINT)]).get("gpu")
-    plugin = build(taint_toleration.SPEC)
+    info = make_snapshot([make_node("gpu", taints=GPU_TAINT)]).get("gpu")
+    plugin = build_plugin(taint_toleration.SPEC)
     status = plugin.filter(CycleState(), make_pod("p"), info)
     assert (status.code, status.message()) == (
         Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -33,14 +32,14 @@ def test_untolerated_taint_filters_and_toleration_admits() -> None:
 
 def test_prefer_no_schedule_taints_are_counted_and_normalised_in_reverse() -> None:
     soft = {"effect": "PreferNoSchedule", "value": ""}
-    snap = snapshot(
+    snap = make_snapshot(
         [
             make_node("clean"),
             make_node("one", taints=[{"key": "a", **soft}]),
             make_node("two", taints=[{"key": "a", **soft}, {"key": "b", **soft}]),
         ]
     )
-    plugin = build(taint_toleration.SPEC)
+    plugin = build_plugin(taint_toleration.SPEC)
     state = CycleState()
     pod = make_pod("p")
     plugin.pre_score(state, pod, snap.node_info_list)
@@ -51,7 +50,7 @@ def test_prefer_no_schedule_taints_are_counted_and_normalised_in_reverse() -> No
 
 
 def test_taint_hint_queues_when_the_blocking_taint_goes_away() -> None:
-    plugin = build(taint_toleration.SPEC)
+    plugin = build_plugin(taint_toleration.SPEC)
     tainted, clean = make_node("n", taints=GPU_TAINT), make_node("n")
     pod = make_pod("p")
     assert plugin.is_schedulable_after_node_change(pod, tainted, clean) == Q

@@ -12,8 +12,7 @@ from scheduler.framework.events import ActionType, ClusterEvent, EventResource, 
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins import taint_toleration
-from tests.builders import make_node, make_pod
-from tests.plugins.fake_handle import build_plugin, make_snapshot
+from scheduler.testing import build_plugin, make_node, make_pod, make_snapshot
 
 GPU = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 SPOT = {"key": "spot", "value": "", "effect": "NoExecute"}

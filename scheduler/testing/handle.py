@@ -1,86 +1,27 @@
-"""A small fake framework Handle for plugin unit tests: records API calls, serves a snapshot."""
+"""A fake framework Handle, a snapshot builder and a plugin builder for plugin unit tests."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import WaitingPod
+from scheduler.framework.interface import Handle, Plugin, WaitingPod
 from scheduler.framework.registry import PluginSpec
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo
-
-
-class FakeApi:
-    """Records binds, deletes and status patches; `fail_with` makes every call raise it."""
-
-    def __init__(self) -> None:
-        self.binds: list[tuple[str, str]] = []
-        self.deletes: list[str] = []
-        self.patches: list[tuple[str, Mapping[str, Any]]] = []
-        self.fail_with: Exception | None = None
-
-    def _check(self) -> None:
-        if self.fail_with is not None:
-            raise self.fail_with
-
-    def bind(self, pod: Pod, node_name: str) -> None:
-        self._check()
-        self.binds.append((pod.key, node_name))
-
-    def delete_pod(self, pod: Pod, grace_period_seconds: int | None = None) -> None:
-        self._check()
-        self.deletes.append(pod.key)
-
-    def patch_pod_status(self, pod: Pod, patch: Mapping[str, Any]) -> None:
-        self._check()
-        self.patches.append((pod.key, patch))
-
-
-class FakeNominator:
-    def __init__(self) -> None:
-        self.by_node: dict[str, list[Pod]] = {}
-
-    def add_nominated_pod(self, pod: Pod, nominated_node_name: str) -> None:
-        self.by_node.setdefault(nominated_node_name, []).append(pod)
-
-    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
-        for pods in self.by_node.values():
-            pods[:] = [p for p in pods if p.uid != pod.uid]
-
-    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
-        return list(self.by_node.get(node_name, ()))
-
-    def nominated_node_for(self, uid: str) -> str | None:
-        for node, pods in self.by_node.items():
-            if any(p.uid == uid for p in pods):
-                return node
-        return None
-
-
-class FakeRecorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str, str]] = []
-
-    def eventf(
-        self,
-        regarding: Pod,
-        related: Pod | None,
-        event_type: str,
-        reason: str,
-        action: str,
-        message: str,
-    ) -> None:
-        self.events.append((event_type, reason, action, message))
+from scheduler.testing.fakes import FakeApi, FakeNominator, FakeRecorder
 
 
 def make_snapshot(nodes: Iterable[Node] = (), pods: Iterable[Pod] = ()) -> Snapshot:
-    """A real Snapshot (and NodeTable) built through the cache, as the scheduler builds it."""
+    """A real Snapshot (and NodeTable) built through the cache, as the scheduler builds it.
+
+    Pods must carry `spec.nodeName` (they are the pods already running on those nodes).
+    """
     cache = Cache()
     for node in nodes:
         cache.add_node(node)
@@ -93,7 +34,13 @@ def make_snapshot(nodes: Iterable[Node] = (), pods: Iterable[Pod] = ()) -> Snaps
 
 @dataclass
 class FakeHandle:
-    """Implements framework.interface.Handle with in-memory fakes; nothing talks to a cluster."""
+    """Implements `scheduler.framework.Handle` with in-memory fakes; nothing talks to a cluster.
+
+    `snap` is what `snapshot()` serves, `pods` what `get_pod()` finds (by namespace/name),
+    `pdb_list` what `pdbs()` returns; `activated` collects pods passed to `activate()`.
+    The nominated-pods and PreFilter-extension runners succeed without running anything: a
+    plugin that needs them is tested with the in-process scheduler, not a fake handle.
+    """
 
     features: FeatureGates = field(default_factory=FeatureGates)
     profile_name: str = "default-scheduler"
@@ -102,6 +49,7 @@ class FakeHandle:
     fake_nominator: FakeNominator = field(default_factory=FakeNominator)
     recorder: FakeRecorder = field(default_factory=FakeRecorder)
     pdb_list: list[PodDisruptionBudget] = field(default_factory=list)
+    pods: dict[str, Pod] = field(default_factory=dict)
     activated: list[Pod] = field(default_factory=list)
 
     def snapshot(self) -> Snapshot:
@@ -121,6 +69,9 @@ class FakeHandle:
 
     def pdbs(self) -> list[PodDisruptionBudget]:
         return self.pdb_list
+
+    def get_pod(self, key: str) -> Pod | None:
+        return self.pods.get(key)
 
     def activate(self, pods: Iterable[Pod]) -> None:
         self.activated.extend(pods)
@@ -152,6 +103,18 @@ def build_plugin(
     raw_args: Mapping[str, Any] | None = None,
     handle: FakeHandle | None = None,
 ) -> Any:
-    """Decodes raw args (if the plugin has any) and builds the plugin with a fake handle."""
+    """Decodes raw args as the profile's `pluginConfig` would and builds the plugin.
+
+    Returns Any so a test can call the plugin's own methods without casts; the ArgsError of a
+    bad `raw_args` propagates, as it would fail the config.
+    """
     args = spec.decode_args(raw_args) if spec.decode_args is not None else None
-    return spec.factory(args, handle or FakeHandle())
+    plugin: Plugin = spec.factory(args, handle if handle is not None else FakeHandle())
+    return plugin
+
+
+if TYPE_CHECKING:
+
+    def _fake_handle_is_a_handle(handle: FakeHandle) -> Handle:
+        """mypy checks here that FakeHandle keeps up with the Handle Protocol."""
+        return handle

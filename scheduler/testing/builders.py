@@ -1,4 +1,9 @@
-"""Builders for pods and nodes in unit tests: API-shaped JSON, parsed by the real parser."""
+"""Keyword builders for pods, nodes and PDBs: API-shaped JSON, parsed by the real parser.
+
+Going through the parser (not constructing `Pod` directly) means a test sees exactly the object
+the informers would hand the scheduler, defaults and derived fields included. The fluent
+wrappers in `wrappers.py` are built on these functions.
+"""
 
 from __future__ import annotations
 
@@ -95,6 +100,7 @@ def pod_json(
 
 
 def make_pod(name: str = "pod", namespace: str = "default", **kwargs: Any) -> Pod:
+    """`pod_json(...)` parsed: the Pod the scheduler would see."""
     return parse_pod(pod_json(name, namespace, **kwargs))
 
 
@@ -136,6 +142,7 @@ def node_json(
 
 
 def make_node(name: str = "node", **kwargs: Any) -> Node:
+    """`node_json(...)` parsed: the Node the scheduler would see."""
     return parse_node(node_json(name, **kwargs))
 
 
