@@ -87,7 +87,9 @@ class FilterPass:
         """What running every Filter plugin node by node returns for each of `rows`, for the
         diagnosis of a pod that fits nowhere (None for a row that passes)."""
         nominated = self._nominated_rows
-        plain = rows[[row not in nominated for row in rows.tolist()]] if nominated else rows
+        if not nominated:
+            return self._first_rejections(rows)
+        plain = rows[[row not in nominated for row in rows.tolist()]]
         by_row = dict(zip(plain.tolist(), self._first_rejections(plain), strict=True))
         infos = self._table.infos
         result: list[Status | None] = []
