@@ -188,35 +188,35 @@ class ScheduleOne:
 
         status = fwk.run_reserve_plugins_reserve(state, assumed_pod, host)
         if status is not None:
-            self._unreserve_and_forget(fwk, state, assumed_pod, host)
-            self.handle_scheduling_failure(
-                fwk,
-                pinfo,
-                status,
-                _fit_on_one_node(pinfo.pod, host, status),
-                CLEAR_NOMINATED_NODE,
-                start,
-            )
+            self._reject_on_node(fwk, state, pinfo, assumed_pod, status, start)
             return
 
         waits, status = fwk.run_permit_plugins(state, assumed_pod, host)
         if status is not None and status.code == Code.WAIT:
             fwk.add_waiting_pod(assumed_pod, waits)
         elif status is not None:
-            self._unreserve_and_forget(fwk, state, assumed_pod, host)
-            self.handle_scheduling_failure(
-                fwk,
-                pinfo,
-                status,
-                _fit_on_one_node(pinfo.pod, host, status),
-                CLEAR_NOMINATED_NODE,
-                start,
-            )
+            self._reject_on_node(fwk, state, pinfo, assumed_pod, status, start)
             return
 
         if debug_enabled():
             log.debug("pod assumed, binding asynchronously", pod=assumed_pod.key, node=host)
         self.s.binding_pool.submit(self._binding_cycle, fwk, state, result, assumed, start)
+
+    def _reject_on_node(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pinfo: QueuedPodInfo,
+        assumed_pod: Pod,
+        status: Status,
+        start: float,
+    ) -> None:
+        """Reserve or Permit failed on the chosen node: undo the assumption and fail the pod
+        as if that node alone had been filtered."""
+        host = assumed_pod.node_name
+        self._unreserve_and_forget(fwk, state, assumed_pod, host)
+        fit = _fit_on_one_node(pinfo.pod, host, status)
+        self.handle_scheduling_failure(fwk, pinfo, status, fit, CLEAR_NOMINATED_NODE, start)
 
     def _unreserve_and_forget(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> None:
         fwk.run_reserve_plugins_unreserve(state, pod, host)
