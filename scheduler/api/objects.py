@@ -73,6 +73,16 @@ class OwnerReference:
 
 
 @dataclass(frozen=True, slots=True)
+class PodVolume:
+    """A pod volume: its name, the kind of its source (the VolumeSource key, e.g.
+    `persistentVolumeClaim`, `ephemeral`, `csi`) and the claim it names, for PVC volumes."""
+
+    name: str
+    source: str
+    claim_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class PodCondition:
     type: str
     status: str
@@ -98,6 +108,9 @@ class Pod:
     required_node_affinity: NodeSelector | None = None
     preferred_node_affinity: tuple[PreferredSchedulingTerm, ...] = ()
     pod_affinity: dict[str, Any] | None = None  # raw podAffinity/podAntiAffinity, for plugins
+    topology_spread_constraints: tuple[dict[str, Any], ...] = ()  # raw, for plugins
+    volumes: tuple[PodVolume, ...] = ()
+    resource_claims: tuple[str, ...] = ()  # spec.resourceClaims[].name
     tolerations: tuple[Toleration, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
@@ -117,6 +130,12 @@ class Pod:
     def key(self) -> str:
         """namespace/name, the key every log line and map uses."""
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def required_anti_affinity_terms(self) -> list[dict[str, Any]]:
+        """podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution, raw."""
+        anti = (self.pod_affinity or {}).get("podAntiAffinity") or {}
+        return list(anti.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
 
     def condition(self, type_: str) -> PodCondition | None:
         for cond in self.conditions:

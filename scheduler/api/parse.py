@@ -27,6 +27,7 @@ from scheduler.api.objects import (
     Pod,
     PodCondition,
     PodDisruptionBudget,
+    PodVolume,
     Taint,
     Toleration,
 )
@@ -145,6 +146,9 @@ def parse_pod(obj: JsonView) -> Pod:
         required_node_affinity=required,
         preferred_node_affinity=preferred,
         pod_affinity=pod_affinity,
+        topology_spread_constraints=tuple(spec.get("topologySpreadConstraints") or ()),
+        volumes=tuple(_volume(v) for v in spec.get("volumes") or ()),
+        resource_claims=tuple(c.get("name", "") for c in spec.get("resourceClaims") or ()),
         tolerations=_tolerations(spec.get("tolerations")),
         scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or ()),
         host_ports=_host_ports(spec),
@@ -168,6 +172,12 @@ def parse_pod(obj: JsonView) -> Pod:
             for c in status.get("conditions") or ()
         ),
     )
+
+
+def _volume(raw: JsonView) -> PodVolume:
+    source = next((key for key in raw if key != "name"), "")
+    claim = (raw.get("persistentVolumeClaim") or {}).get("claimName", "")
+    return PodVolume(raw.get("name", ""), source, claim)
 
 
 def parse_node(obj: JsonView) -> Node:

@@ -47,6 +47,7 @@ class NodeTable:
     hard_taints: BoolColumn
     soft_taints: BoolColumn
     has_ports: BoolColumn
+    anti_affinity_pods: IntColumn
 
     def __init__(self, infos: list[NodeInfo], previous: NodeTable | None = None) -> None:
         """Builds the columns over `infos`; rows whose NodeInfo `previous` already holds are
@@ -97,6 +98,7 @@ class NodeTable:
         self.nz_cpu[i] = info.non_zero_requested.milli_cpu
         self.nz_mem[i] = info.non_zero_requested.memory
         self.has_ports[i] = len(info.used_ports) > 0
+        self.anti_affinity_pods[i] = info.required_anti_affinity_pods
         for name, (alloc_col, req_col) in self._scalar.items():
             alloc_col[i] = alloc.scalar.get(name, 0)
             req_col[i] = req.scalar.get(name, 0)
@@ -156,6 +158,7 @@ _COLUMNS: tuple[tuple[str, type[np.generic]], ...] = (
     ("hard_taints", np.bool_),
     ("soft_taints", np.bool_),
     ("has_ports", np.bool_),
+    ("anti_affinity_pods", np.int64),
 )
 
 

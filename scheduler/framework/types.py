@@ -90,6 +90,7 @@ class NodeInfo:
         "non_zero_requested",
         "pods",
         "requested",
+        "required_anti_affinity_pods",
         "used_ports",
     )
 
@@ -100,6 +101,9 @@ class NodeInfo:
         self.non_zero_requested = Resource()
         self.allocatable = node.allocatable if node is not None else Resource()
         self.used_ports = HostPortInfo()
+        #: Pods here with required pod anti-affinity (kube-scheduler's
+        #: PodsWithRequiredAntiAffinity, counted): they may forbid incoming pods elsewhere too.
+        self.required_anti_affinity_pods = 0
         self.generation = next_generation()
 
     @property
@@ -140,6 +144,8 @@ class NodeInfo:
                 self.used_ports.add(port.ip, port.protocol, port.port)
             else:
                 self.used_ports.remove(port.ip, port.protocol, port.port)
+        if pod.pod_affinity is not None and pod.required_anti_affinity_terms:
+            self.required_anti_affinity_pods += sign
         self.generation = next_generation()
 
     def snapshot(self) -> NodeInfo:
@@ -151,6 +157,7 @@ class NodeInfo:
         copy.non_zero_requested = self.non_zero_requested.clone()
         copy.allocatable = self.allocatable
         copy.used_ports = self.used_ports.clone()
+        copy.required_anti_affinity_pods = self.required_anti_affinity_pods
         copy.generation = self.generation
         return copy
 
