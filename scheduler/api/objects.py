@@ -115,6 +115,10 @@ class Pod:
     scheduling_gates: tuple[str, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     images: tuple[str, ...] = ()
+    # ImageLocality's image sources, normalized: init containers, containers, image volumes.
+    image_refs: tuple[str, ...] = ()
+    # NodeDeclaredFeatures: the features a node must declare (inferred once, at parse).
+    required_node_features: frozenset[str] = frozenset()
     requests: Resource = field(default_factory=Resource)
     non0_cpu: int = 0
     non0_mem: int = 0
@@ -176,6 +180,7 @@ class Node:
     condition_statuses: dict[str, str] = field(default_factory=dict)
     allocatable: Resource = field(default_factory=Resource)
     images: tuple[ImageState, ...] = ()
+    declared_features: tuple[str, ...] = ()  # status.declaredFeatures, as reported (sorted)
 
 
 @dataclass(slots=True, eq=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from scheduler.api.images import normalized_image_name
 from scheduler.api.json_types import JsonView
 from scheduler.api.labels import (
     LabelSelector,
@@ -17,6 +18,7 @@ from scheduler.api.labels import (
     PreferredSchedulingTerm,
     SelectorError,
 )
+from scheduler.api.node_features import infer_for_scheduling
 from scheduler.api.objects import (
     DEFAULT_SCHEDULER_NAME,
     PREEMPT_LOWER_PRIORITY,
@@ -153,6 +155,8 @@ def parse_pod(obj: JsonView) -> Pod:
         scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or ()),
         host_ports=_host_ports(spec),
         images=tuple(c.get("image", "") for c in spec.get("containers") or () if c.get("image")),
+        image_refs=_image_refs(spec),
+        required_node_features=infer_for_scheduling(spec),
         requests=requests,
         non0_cpu=non0_cpu,
         non0_mem=non0_mem,
@@ -172,6 +176,21 @@ def parse_pod(obj: JsonView) -> Pod:
             for c in status.get("conditions") or ()
         ),
     )
+
+
+def _image_refs(spec: JsonView) -> tuple[str, ...]:
+    """sumImageScores' image sources in its order: every init container and container (an
+    empty image included: it still counts towards the image count) and every image volume."""
+    refs = [
+        normalized_image_name(c.get("image") or "")
+        for group in ("initContainers", "containers")
+        for c in spec.get(group) or ()
+    ]
+    for volume in spec.get("volumes") or ():
+        image = volume.get("image")
+        if image is not None:
+            refs.append(normalized_image_name(image.get("reference") or ""))
+    return tuple(refs)
 
 
 def _volume(raw: JsonView) -> PodVolume:
@@ -205,6 +224,7 @@ def parse_node(obj: JsonView) -> Node:
             ImageState(tuple(img.get("names") or ()), int(img.get("sizeBytes") or 0))
             for img in status.get("images") or ()
         ),
+        declared_features=tuple(status.get("declaredFeatures") or ()),
     )
 
 

@@ -212,4 +212,6 @@ def node_scheduling_properties_change(new: Node, old: Node) -> list[ClusterEvent
         actions.append(ActionType.UPDATE_NODE_CONDITION)
     if new.annotations != old.annotations:
         actions.append(ActionType.UPDATE_NODE_ANNOTATION)
+    if new.declared_features != old.declared_features:  # the NodeDeclaredFeatures gate is GA
+        actions.append(ActionType.UPDATE_NODE_DECLARED_FEATURE)
     return [ClusterEvent(EventResource.NODE, action) for action in actions]

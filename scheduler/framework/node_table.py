@@ -59,6 +59,7 @@ class NodeTable:
         self.names = [info.name for info in infos]
         self.index = {name: i for i, name in enumerate(self.names)}
         self._labels: _LabelIndex | None = None
+        self._images: ImageIndex | None = None
         if previous is None or previous.n == 0:
             source = None
             fresh: Iterable[int] = range(n)
@@ -83,6 +84,11 @@ class NodeTable:
             and (old.node is None or info.node is None or old.node.labels != info.node.labels)
         ):
             self._labels = None
+        if self._images is not None and (
+            old.node is not info.node
+            and (old.node is None or info.node is None or old.node.images != info.node.images)
+        ):
+            self._images = None
         self._write_row(i, info)
 
     def _write_row(self, i: int, info: NodeInfo) -> None:
@@ -137,6 +143,13 @@ class NodeTable:
         if self._labels is None:
             self._labels = _LabelIndex(self)
         return self._labels.mask(req)
+
+    def image_index(self) -> ImageIndex:
+        """Which rows hold each image name, built on first use and dropped when a row's
+        images change (rare: a pull or a garbage collection on one node)."""
+        if self._images is None:
+            self._images = ImageIndex(self)
+        return self._images
 
     def rows(self, names: Iterable[str]) -> list[int]:
         return [self.index[name] for name in names if name in self.index]
@@ -227,3 +240,45 @@ class _LabelIndex:
             self._cache.clear()
         self._cache[req] = result
         return result
+
+
+class ImageIndex:
+    """image name (as in `node.status.images[].names`) -> the rows whose node reports it and
+    the size that node reports, for ImageLocality: its spread factor needs how many nodes
+    hold an image, and scoring all feasible rows then takes one numpy step per pod image."""
+
+    def __init__(self, table: NodeTable) -> None:
+        self._lists: dict[str, tuple[list[int], list[int]]] = {}
+        for i, info in enumerate(table.infos):
+            node = info.node
+            if node is None or not node.images:
+                continue
+            seen: set[str] = set()
+            for image in node.images:
+                for name in image.names:
+                    if name in seen:  # a name listed twice on one node counts once, first size
+                        continue
+                    seen.add(name)
+                    entry = self._lists.get(name)
+                    if entry is None:
+                        self._lists[name] = ([i], [image.size_bytes])
+                    else:
+                        entry[0].append(i)
+                        entry[1].append(image.size_bytes)
+        self._arrays: dict[str, tuple[npt.NDArray[np.intp], IntColumn]] = {}
+
+    def count(self, name: str) -> int:
+        """How many nodes report the image name."""
+        entry = self._lists.get(name)
+        return len(entry[0]) if entry is not None else 0
+
+    def entry(self, name: str) -> tuple[npt.NDArray[np.intp], IntColumn] | None:
+        """(rows, sizes) of the image name, ascending rows; None when no node has it."""
+        arrays = self._arrays.get(name)
+        if arrays is None:
+            entry = self._lists.get(name)
+            if entry is None:
+                return None
+            arrays = (np.array(entry[0], np.intp), np.array(entry[1], np.int64))
+            self._arrays[name] = arrays
+        return arrays

@@ -6,7 +6,9 @@ from scheduler.framework.registry import PluginSpec, Registry, load_entry_point_
 from scheduler.plugins import (
     default_binder,
     default_preemption,
+    image_locality,
     node_affinity,
+    node_declared_features,
     node_name,
     node_ports,
     node_unschedulable,
@@ -28,6 +30,8 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
     (noderesources.BALANCED_ALLOCATION_NAME, noderesources.BALANCED_ALLOCATION_SPEC),
     (default_preemption.NAME, default_preemption.SPEC),
     (default_binder.NAME, default_binder.SPEC),
+    (image_locality.NAME, image_locality.SPEC),
+    (node_declared_features.NAME, node_declared_features.SPEC),
 )
 
 

@@ -31,6 +31,8 @@ KUBE_SCHEDULER_NAMES = {
     "NodeResourcesBalancedAllocation",
     "DefaultPreemption",
     "DefaultBinder",
+    "ImageLocality",
+    "NodeDeclaredFeatures",
 }
 
 

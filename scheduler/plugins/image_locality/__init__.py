@@ -1,0 +1,10 @@
+"""The ImageLocality plugin: NAME and SPEC for the registry; the code is in plugin.py."""
+
+from __future__ import annotations
+
+from scheduler.framework.registry import PluginSpec
+from scheduler.plugins.image_locality.plugin import NAME, ImageLocality
+
+SPEC = PluginSpec(lambda _args, handle: ImageLocality(handle))
+
+__all__ = ["NAME", "SPEC"]

@@ -1,0 +1,10 @@
+"""The NodeDeclaredFeatures plugin: NAME and SPEC for the registry; the code is in plugin.py."""
+
+from __future__ import annotations
+
+from scheduler.framework.registry import PluginSpec
+from scheduler.plugins.node_declared_features.plugin import NAME, NodeDeclaredFeatures
+
+SPEC = PluginSpec(lambda _args, _handle: NodeDeclaredFeatures())
+
+__all__ = ["NAME", "SPEC"]
