@@ -23,7 +23,7 @@ from scheduler.api.labels import (
     Requirement,
     parse_go_int,
 )
-from scheduler.api.objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE
+from scheduler.api.objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Node
 from scheduler.framework.types import NodeInfo
 
 IntColumn = npt.NDArray[np.int64]
@@ -74,6 +74,25 @@ class NodeTable:
                 self._scalar[name] = (alloc[source], req[source])
         for i in fresh:
             self._write_row(i, infos[i])
+        if previous is not None and previous._images is not None:
+            self._take_image_index(previous, previous._images, fresh)
+
+    def _take_image_index(
+        self, previous: NodeTable, images: ImageIndex, fresh: Iterable[int]
+    ) -> None:
+        """Moves `previous`'s image index here and applies the nodes added, removed or changed
+        since: building it anew costs a Python step per image name of every node."""
+        previous._images = None
+        images.rebind(self.index)
+        for name, row in previous.index.items():
+            if name not in self.index:
+                images.set_node(name, previous.infos[row].node, None)
+        for i in fresh:
+            name = self.names[i]
+            old = previous.index.get(name)
+            old_node = previous.infos[old].node if old is not None else None
+            images.set_node(name, old_node, self.infos[i].node)
+        self._images = images
 
     def update_row(self, i: int, info: NodeInfo) -> None:
         """Rewrites row i after its NodeInfo changed."""
@@ -84,11 +103,8 @@ class NodeTable:
             and (old.node is None or info.node is None or old.node.labels != info.node.labels)
         ):
             self._labels = None
-        if self._images is not None and (
-            old.node is not info.node
-            and (old.node is None or info.node is None or old.node.images != info.node.images)
-        ):
-            self._images = None
+        if self._images is not None:
+            self._images.set_node(info.name, old.node, info.node)
         self._write_row(i, info)
 
     def _write_row(self, i: int, info: NodeInfo) -> None:
@@ -145,10 +161,10 @@ class NodeTable:
         return self._labels.mask(req)
 
     def image_index(self) -> ImageIndex:
-        """Which rows hold each image name, built on first use and dropped when a row's
-        images change (rare: a pull or a garbage collection on one node)."""
+        """Which rows hold each image name: built on first use, then kept up to date node by
+        node (an image pulled or removed, a node added or removed)."""
         if self._images is None:
-            self._images = ImageIndex(self)
+            self._images = ImageIndex(self.infos, self.index)
         return self._images
 
     def rows(self, names: Iterable[str]) -> list[int]:
@@ -243,42 +259,81 @@ class _LabelIndex:
 
 
 class ImageIndex:
-    """image name (as in `node.status.images[].names`) -> the rows whose node reports it and
-    the size that node reports, for ImageLocality: its spread factor needs how many nodes
-    hold an image, and scoring all feasible rows then takes one numpy step per pod image."""
+    """image name (as in `node.status.images[].names`) -> the nodes reporting it and the size
+    each reports, for ImageLocality: its spread factor needs how many nodes hold an image, and
+    scoring the feasible rows then takes one numpy step per pod image.
 
-    def __init__(self, table: NodeTable) -> None:
-        self._lists: dict[str, tuple[list[int], list[int]]] = {}
-        for i, info in enumerate(table.infos):
-            node = info.node
-            if node is None or not node.images:
-                continue
-            seen: set[str] = set()
-            for image in node.images:
-                for name in image.names:
-                    if name in seen:  # a name listed twice on one node counts once, first size
-                        continue
-                    seen.add(name)
-                    entry = self._lists.get(name)
-                    if entry is None:
-                        self._lists[name] = ([i], [image.size_bytes])
-                    else:
-                        entry[0].append(i)
-                        entry[1].append(image.size_bytes)
+    Kept by node name, so a table rebuilt after a node was added or removed takes it over
+    (`rebind`) and applies only the changed nodes; the row arrays are derived per table, per
+    image name, on first use.
+    """
+
+    def __init__(self, infos: list[NodeInfo], row_of: dict[str, int]) -> None:
+        self._holders: dict[str, dict[str, int]] = {}
+        self._row_of = row_of
         self._arrays: dict[str, tuple[npt.NDArray[np.intp], IntColumn]] = {}
+        for info in infos:
+            if info.node is not None and info.node.images:
+                self._add(info.name, _image_sizes(info.node))
+
+    def rebind(self, row_of: dict[str, int]) -> None:
+        """Serves a new table (its rows by node name); the row arrays are rebuilt on demand."""
+        self._row_of = row_of
+        self._arrays = {}
+
+    def set_node(self, node_name: str, old: Node | None, new: Node | None) -> None:
+        """Applies a node's change of images (None: no node)."""
+        if old is new:
+            return
+        old_images = old.images if old is not None else ()
+        new_images = new.images if new is not None else ()
+        if old_images == new_images:
+            return
+        old_sizes = _image_sizes(old) if old is not None else {}
+        new_sizes = _image_sizes(new) if new is not None else {}
+        for name in old_sizes.keys() - new_sizes.keys():
+            holders = self._holders[name]
+            del holders[node_name]
+            if not holders:
+                del self._holders[name]
+            self._arrays.pop(name, None)
+        self._add(node_name, {k: v for k, v in new_sizes.items() if old_sizes.get(k) != v})
+
+    def _add(self, node_name: str, sizes: dict[str, int]) -> None:
+        for name, size in sizes.items():
+            holders = self._holders.get(name)
+            if holders is None:
+                self._holders[name] = {node_name: size}
+            else:
+                holders[node_name] = size
+            self._arrays.pop(name, None)
 
     def count(self, name: str) -> int:
         """How many nodes report the image name."""
-        entry = self._lists.get(name)
-        return len(entry[0]) if entry is not None else 0
+        holders = self._holders.get(name)
+        return len(holders) if holders is not None else 0
 
     def entry(self, name: str) -> tuple[npt.NDArray[np.intp], IntColumn] | None:
-        """(rows, sizes) of the image name, ascending rows; None when no node has it."""
+        """(rows, sizes) of the nodes reporting the image name; None when none does."""
         arrays = self._arrays.get(name)
         if arrays is None:
-            entry = self._lists.get(name)
-            if entry is None:
+            holders = self._holders.get(name)
+            if holders is None:
                 return None
-            arrays = (np.array(entry[0], np.intp), np.array(entry[1], np.int64))
+            row_of = self._row_of
+            count = len(holders)
+            arrays = (
+                np.fromiter((row_of[node] for node in holders), np.intp, count),
+                np.fromiter(holders.values(), np.int64, count),
+            )
             self._arrays[name] = arrays
         return arrays
+
+
+def _image_sizes(node: Node) -> dict[str, int]:
+    """name -> size on this node; a name listed twice on one node counts once, first size."""
+    sizes: dict[str, int] = {}
+    for image in node.images:
+        for name in image.names:
+            sizes.setdefault(name, image.size_bytes)
+    return sizes

@@ -1,11 +1,16 @@
 """A table rebuilt from the previous one (node added or removed) equals one built from scratch."""
 
+import random
+from typing import Any
+
 import numpy as np
 
 from scheduler.api.labels import IN, Requirement
+from scheduler.api.objects import Node
+from scheduler.api.parse import parse_node
 from scheduler.backend.cache import Cache, Snapshot
-from scheduler.framework.node_table import _COLUMNS, NodeTable
-from scheduler.testing import make_node, make_pod
+from scheduler.framework.node_table import _COLUMNS, ImageIndex, NodeTable
+from scheduler.testing import make_node, make_pod, node_json
 
 GPU = "example.com/gpu"
 
@@ -69,3 +74,73 @@ def test_rebuild_drops_the_label_index_of_the_previous_rows() -> None:
         "b": False,
         "c": True,
     }
+
+
+def _image_node(name: str, images: list[tuple[list[str], int]]) -> Node:
+    obj = node_json(name)
+    obj["status"]["images"] = [{"names": names, "sizeBytes": size} for names, size in images]
+    return parse_node(obj)
+
+
+def _image_view(index: ImageIndex, table: NodeTable, names: list[str]) -> dict[str, Any]:
+    """name -> (count, {node: size}) as the index serves it to the table's rows."""
+    view: dict[str, Any] = {}
+    for name in names:
+        entry = index.entry(name)
+        if entry is None:
+            view[name] = (index.count(name), {})
+            continue
+        rows, sizes = entry
+        holders = {table.names[int(r)]: int(s) for r, s in zip(rows, sizes, strict=True)}
+        assert len(holders) == len(rows)
+        view[name] = (index.count(name), holders)
+    return view
+
+
+def test_image_index_kept_up_to_date_equals_a_fresh_build() -> None:
+    """Nodes pulling and dropping images, added and removed, pods coming and going: the index
+    carried from table to table serves what one built from scratch serves."""
+    rng = random.Random(7)
+    pool = [f"img{i}" for i in range(10)]
+
+    def random_images() -> list[tuple[list[str], int]]:
+        return [
+            (
+                [f"{name}:v1", f"{name}:latest"] if rng.random() < 0.5 else [f"{name}:v1"],
+                rng.randrange(1, 5) * 1000,
+            )
+            for name in rng.sample(pool, rng.randrange(5))
+        ]
+
+    cache = Cache()
+    nodes = {f"n{i}": _image_node(f"n{i}", random_images()) for i in range(12)}
+    for node in nodes.values():
+        cache.add_node(node)
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    names = [f"{name}:{tag}" for name in pool for tag in ("v1", "latest")]
+    snapshot.table.image_index()  # built now, then maintained
+    serial = 0
+    for _ in range(60):
+        op = rng.random()
+        if op < 0.4:
+            name = rng.choice(sorted(nodes))
+            new = _image_node(name, random_images())
+            cache.update_node(nodes[name], new)
+            nodes[name] = new
+        elif op < 0.55 and len(nodes) > 2:
+            name = rng.choice(sorted(nodes))
+            cache.remove_node(nodes.pop(name))
+        elif op < 0.7:
+            serial += 1
+            name = f"new{serial}"
+            nodes[name] = _image_node(name, random_images())
+            cache.add_node(nodes[name])
+        else:
+            serial += 1
+            cache.add_pod(make_pod(f"p{serial}", node_name=rng.choice(sorted(nodes))))
+        cache.update_snapshot(snapshot)
+        table = snapshot.table
+        assert table._images is not None, "the index was not carried over"
+        fresh = ImageIndex(list(table.infos), table.index)
+        assert _image_view(table.image_index(), table, names) == _image_view(fresh, table, names)
