@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 from scheduler.config.types import PLUGIN_POINTS, PluginEntry, PluginSet
 
 # getDefaultPlugins() of kube-scheduler v1.37 (apis/config/v1/default_plugins.go), in order,
@@ -23,6 +21,8 @@ KUBE_SCHEDULER_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    # Inserted before DefaultPreemption by applyFeatureGates: DynamicResourceAllocation is GA.
+    ("DynamicResources", None),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
@@ -32,9 +32,10 @@ KUBE_SCHEDULER_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
 )
 
 
-def default_plugins(available: Collection[str]) -> dict[str, PluginSet]:
-    """kube-scheduler's MultiPoint defaults, keeping only the plugins this build provides."""
-    enabled = [PluginEntry(n, w) for n, w in KUBE_SCHEDULER_MULTI_POINT if n in available]
+def default_plugins() -> dict[str, PluginSet]:
+    """kube-scheduler's MultiPoint defaults, all of them: a default plugin this build lacks is
+    registered as a guard (plugins/missing), never dropped."""
+    enabled = [PluginEntry(n, w) for n, w in KUBE_SCHEDULER_MULTI_POINT]
     return {"multiPoint": PluginSet(enabled=enabled)}
 
 

@@ -225,17 +225,15 @@ def parse_config(
     )
 
     raw_profiles = d.list_(top, "profiles", "")
-    cfg.profiles = [
-        _profile(d, p, f"profiles[{i}]", available_plugins) for i, p in enumerate(raw_profiles)
-    ]
+    cfg.profiles = [_profile(d, p, f"profiles[{i}]") for i, p in enumerate(raw_profiles)]
     if not raw_profiles:
-        cfg.profiles = [Profile(plugins=default_plugins(available_plugins))]
+        cfg.profiles = [Profile(plugins=default_plugins())]
     if len(cfg.profiles) == 1 and not cfg.profiles[0].scheduler_name:
         explicit = raw_profiles and isinstance(raw_profiles[0], Mapping)
         if not explicit or raw_profiles[0].get("schedulerName") is None:
             cfg.profiles[0].scheduler_name = PYSCHED_NAME
 
-    errors = d.errors + validate(cfg) + extender_errors
+    errors = d.errors + validate(cfg) + _unknown_plugins(cfg, available_plugins) + extender_errors
     if errors:
         raise ConfigError(source, errors)
     return cfg
@@ -295,13 +293,36 @@ def _client_connection(d: _Decoder, raw: Any) -> ClientConnection:
     return cc
 
 
-def _profile(d: _Decoder, raw: Any, path: str, available: Collection[str]) -> Profile:
+def _unknown_plugins(
+    cfg: KubeSchedulerConfiguration, available: Collection[str]
+) -> list[FieldError]:
+    """A profile may only enable plugins this build has: never a profile quietly missing one."""
+    errors: list[FieldError] = []
+    for i, profile in enumerate(cfg.profiles):
+        reported: set[str] = set()
+        for point, plugin_set in profile.plugins.items():
+            for entry in plugin_set.enabled:
+                if entry.name in available or entry.name in reported:
+                    continue
+                reported.add(entry.name)
+                errors.append(
+                    FieldError.invalid(
+                        f"profiles[{i}].plugins.{point}",
+                        entry.name,
+                        f"no plugin of this name in this build of kube-pysched "
+                        f"(profile {profile.scheduler_name!r})",
+                    )
+                )
+    return errors
+
+
+def _profile(d: _Decoder, raw: Any, path: str) -> Profile:
     obj = d.obj(raw, path, {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"})
     profile = Profile()
     profile.scheduler_name = d.str_(obj, "schedulerName", path) or ""
     profile.percentage_of_nodes_to_score = d.int_(obj, "percentageOfNodesToScore", path)
     custom = _plugins(d, obj.get("plugins"), f"{path}.plugins") if "plugins" in obj else None
-    profile.plugins = merge_plugins(default_plugins(available), custom)
+    profile.plugins = merge_plugins(default_plugins(), custom)
     for i, entry in enumerate(d.list_(obj, "pluginConfig", path)):
         entry_path = f"{path}.pluginConfig[{i}]"
         item = d.obj(entry, entry_path, {"name", "args"})

@@ -7,6 +7,7 @@ from scheduler.plugins import (
     default_binder,
     default_preemption,
     image_locality,
+    missing,
     node_affinity,
     node_declared_features,
     node_name,
@@ -36,10 +37,16 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
 
 
 def in_tree_registry() -> Registry:
-    """Every built-in plugin under the name kube-scheduler gives it, so configs carry over."""
-    return Registry(dict(_IN_TREE))
+    """Every built-in plugin under the name kube-scheduler gives it, so configs carry over, and
+    a guard under the name of each default plugin this build does not have yet."""
+    return Registry(dict(_IN_TREE)).merge(dict(missing.GUARDS))
 
 
 def full_registry() -> Registry:
-    """In-tree plugins and those installed under the `kube_pysched.plugins` entry point group."""
-    return in_tree_registry().merge(load_entry_point_plugins())
+    """In-tree plugins and those installed under the `kube_pysched.plugins` entry point group;
+    an installed plugin replaces the guard of a missing default plugin of the same name."""
+    installed = load_entry_point_plugins()
+    in_tree = Registry(dict(_IN_TREE)).merge(
+        {name: spec for name, spec in missing.GUARDS if name not in installed}
+    )
+    return in_tree.merge(installed)

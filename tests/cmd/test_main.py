@@ -12,6 +12,7 @@ import pytest
 from scheduler import __version__
 from scheduler.cmd import cli
 from scheduler.cmd.options import Options
+from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
 from scheduler.framework.registry import RegistryError
 from scheduler.logging import reset_logging
 
@@ -25,7 +26,8 @@ def restore_structlog() -> Iterator[None]:
     reset_logging()
 
 
-PLUGINS = ("PrioritySort", "NodeName", "TaintToleration", "DefaultBinder")
+#: Every default plugin name: the default profile needs each registered (or guarded).
+PLUGINS = tuple(name for name, _ in KUBE_SCHEDULER_MULTI_POINT)
 
 
 def _install(monkeypatch: pytest.MonkeyPatch, name: str, **attrs: object) -> None:
@@ -70,14 +72,9 @@ def test_defaults_without_flags(captured: list[Options]) -> None:
     assert cli.main([]) == 0
     (options,) = captured
     assert options.config.profiles[0].scheduler_name == "kube-pysched"
-    # The default plugins are filtered to what the registry provides.
+    # kube-scheduler's whole default list, never filtered to what the registry provides.
     multi_point = options.config.profiles[0].to_spec().plugin_set("multiPoint").enabled
-    assert [ref.name for ref in multi_point] == [
-        "PrioritySort",
-        "NodeName",
-        "TaintToleration",
-        "DefaultBinder",
-    ]
+    assert [ref.name for ref in multi_point] == list(PLUGINS)
     assert (options.bind_address, options.port) == ("0.0.0.0", 10259)
     assert options.master is None
     assert options.config.client_connection.kubeconfig == ""
@@ -182,6 +179,20 @@ def test_config_errors_go_to_stderr_one_per_line_and_exit_1(
     assert capsys.readouterr().err.splitlines() == [
         f"{path}: parallelism: Invalid value: 0: should be an integer value greater than zero",
         f"{path}: extenders: Forbidden: extenders are not supported by kube-pysched",
+    ]
+    assert captured == []
+
+
+def test_a_default_plugin_missing_from_the_registry_is_an_error_not_a_dropped_plugin(
+    fake_registry: Callable[[Callable[[], object]], None],
+    captured: list[Options],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_registry(lambda: dict.fromkeys(p for p in PLUGINS if p != "InterPodAffinity"))
+    assert cli.main([]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        '<config>: profiles[0].plugins.multiPoint: Invalid value: "InterPodAffinity": no plugin '
+        "of this name in this build of kube-pysched (profile 'kube-pysched')"
     ]
     assert captured == []
 

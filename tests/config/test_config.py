@@ -12,19 +12,10 @@ from scheduler.config.defaults import default_plugins, merge_plugin_set, merge_p
 from scheduler.config.load import parse_config_text
 from scheduler.config.types import PluginEntry, PluginSet
 from scheduler.framework.profile_spec import PluginRef
+from scheduler.plugins.registry import in_tree_registry
 
-AVAILABLE = {
-    "SchedulingGates",
-    "PrioritySort",
-    "NodeName",
-    "NodeUnschedulable",
-    "TaintToleration",
-    "NodeAffinity",
-    "NodePorts",
-    "NodeResourcesFit",
-    "NodeResourcesBalancedAllocation",
-    "DefaultBinder",
-}
+#: What the build registers: the in-tree plugins and the guards of missing default plugins.
+AVAILABLE = set(in_tree_registry())
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
 
@@ -62,16 +53,27 @@ def test_no_file_gives_kube_scheduler_defaults_with_our_profile_name() -> None:
         PluginRef("NodeAffinity", 2),
         PluginRef("NodePorts"),
         PluginRef("NodeResourcesFit", 1),
+        PluginRef("VolumeRestrictions"),
+        PluginRef("NodeVolumeLimits"),
+        PluginRef("VolumeBinding"),
+        PluginRef("VolumeZone"),
+        PluginRef("PodTopologySpread", 2),
+        PluginRef("InterPodAffinity", 2),
+        PluginRef("DynamicResources"),
+        PluginRef("DefaultPreemption"),
         PluginRef("NodeResourcesBalancedAllocation", 1),
+        PluginRef("ImageLocality", 1),
         PluginRef("DefaultBinder"),
+        PluginRef("NodeDeclaredFeatures"),
     )
     assert spec.plugin_args == {}
     assert (cfg.client_connection.qps, cfg.client_connection.burst) == (50.0, 100)
 
 
 def test_reconfigured_default_keeps_its_place_and_new_plugins_are_appended() -> None:
-    cfg = parse(
-        """
+    cfg = parse_config_text(
+        HEAD
+        + """
 profiles:
 - schedulerName: a
   plugins:
@@ -82,7 +84,8 @@ profiles:
         weight: 9
       disabled:
       - name: NodePorts
-"""
+""",
+        AVAILABLE | {"Extra"},
     )
     names = [(r.name, r.weight) for r in cfg.profiles[0].to_spec().plugin_set("multiPoint").enabled]
     assert names[4] == ("TaintToleration", 9)
@@ -394,15 +397,42 @@ def _names(entries: list[PluginEntry]) -> list[tuple[str, int | None]]:
     return [(p.name, p.weight) for p in entries]
 
 
-def test_default_list_is_kube_schedulers_filtered_to_the_available_plugins() -> None:
-    only = {"DefaultBinder", "NodeDeclaredFeatures", "ImageLocality", "PrioritySort", "Unknown"}
-    assert _names(default_plugins(only)["multiPoint"].enabled) == [
-        ("PrioritySort", None),
+def test_default_list_is_kube_schedulers_whole_list_never_filtered() -> None:
+    names = _names(default_plugins()["multiPoint"].enabled)
+    assert names[:3] == [("SchedulingGates", None), ("PrioritySort", None), ("NodeName", None)]
+    assert ("PodTopologySpread", 2) in names
+    assert ("InterPodAffinity", 2) in names
+    assert names[-3:] == [
         ("ImageLocality", 1),
         ("DefaultBinder", None),
         ("NodeDeclaredFeatures", None),
     ]
-    assert default_plugins(set()) == {"multiPoint": PluginSet()}
+    dra = [name for name, _ in names].index("DynamicResources")
+    assert names[dra + 1] == ("DefaultPreemption", None)
+
+
+def test_a_profile_enabling_a_plugin_this_build_lacks_is_an_error_naming_plugin_and_profile() -> (
+    None
+):
+    errors = errors_of(
+        """
+profiles:
+- schedulerName: mine
+  plugins:
+    filter:
+      enabled: [{name: FancyPlugin}]
+"""
+    )
+    assert errors == [
+        'profiles[0].plugins.filter: Invalid value: "FancyPlugin": no plugin of this name in '
+        "this build of kube-pysched (profile 'mine')"
+    ]
+
+
+def test_the_default_profile_needs_every_default_plugin_registered() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(None, AVAILABLE - {"VolumeBinding"})
+    assert '"VolumeBinding": no plugin of this name' in str(err.value)
 
 
 def test_merge_duplicate_custom_entries_last_replaces_the_default_earlier_ones_are_appended() -> (
@@ -430,7 +460,7 @@ def test_merge_keeps_the_defaults_disabled_list_and_star_disables_everything() -
 
 
 def test_merge_without_custom_plugins_returns_the_defaults_and_keeps_only_used_points() -> None:
-    defaults = default_plugins(AVAILABLE)
+    defaults = default_plugins()
     assert merge_plugins(defaults, None) is defaults
     merged = merge_plugins(
         defaults, {"filter": PluginSet(enabled=[PluginEntry("Mine")]), "score": PluginSet()}

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
 from scheduler.framework.interface import (
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -34,10 +35,24 @@ KUBE_SCHEDULER_NAMES = {
     "ImageLocality",
     "NodeDeclaredFeatures",
 }
+#: Default plugins of kube-scheduler this build does not have yet: registered as guards.
+GUARDED = {
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
+    "PodTopologySpread",
+    "InterPodAffinity",
+    "DynamicResources",
+}
 
 
 def test_in_tree_registry_names() -> None:
-    assert set(registry.in_tree_registry()) == KUBE_SCHEDULER_NAMES
+    assert set(registry.in_tree_registry()) == KUBE_SCHEDULER_NAMES | GUARDED
+
+
+def test_every_default_plugin_of_kube_scheduler_is_registered() -> None:
+    assert {name for name, _ in KUBE_SCHEDULER_MULTI_POINT} == KUBE_SCHEDULER_NAMES | GUARDED
 
 
 @pytest.mark.parametrize("name", sorted(KUBE_SCHEDULER_NAMES))
@@ -82,7 +97,17 @@ def test_full_registry_adds_entry_points_and_refuses_shadowing(
     extra = PluginSpec(lambda _args, _handle: object())  # type: ignore[arg-type,return-value]
     monkeypatch.setattr(registry, "load_entry_point_plugins", lambda: Registry({"Extra": extra}))
     full = registry.full_registry()
-    assert set(full) == KUBE_SCHEDULER_NAMES | {"Extra"}
+    assert set(full) == KUBE_SCHEDULER_NAMES | GUARDED | {"Extra"}
     monkeypatch.setattr(registry, "load_entry_point_plugins", lambda: Registry({"NodeName": extra}))
     with pytest.raises(RegistryError, match="NodeName"):
         registry.full_registry()
+
+
+def test_an_installed_plugin_replaces_the_guard_of_a_missing_default_plugin(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    mine = PluginSpec(lambda _args, _handle: object())  # type: ignore[arg-type,return-value]
+    monkeypatch.setattr(
+        registry, "load_entry_point_plugins", lambda: Registry({"PodTopologySpread": mine})
+    )
+    assert registry.full_registry()["PodTopologySpread"] is mine

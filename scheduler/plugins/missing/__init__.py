@@ -1,0 +1,30 @@
+"""Guards standing in for kube-scheduler's default plugins this build does not have yet (see
+guards.py): GUARDS pairs each missing plugin's name with the guard's SPEC."""
+
+from __future__ import annotations
+
+from scheduler.framework.registry import PluginSpec
+from scheduler.plugins.missing.guards import (
+    STORAGE_SOURCES,
+    MissingPluginGuard,
+    Need,
+    accept_any_args,
+    hard_spread_constraints,
+    pod_affinity_rules,
+    resource_claims,
+    volumes_needing,
+)
+
+
+def _spec(name: str, need: Need) -> PluginSpec:
+    return PluginSpec(lambda _args, handle: MissingPluginGuard(name, need, handle), accept_any_args)
+
+
+GUARDS: tuple[tuple[str, PluginSpec], ...] = (
+    *((name, _spec(name, volumes_needing(sources))) for name, sources in STORAGE_SOURCES.items()),
+    ("PodTopologySpread", _spec("PodTopologySpread", hard_spread_constraints)),
+    ("InterPodAffinity", _spec("InterPodAffinity", pod_affinity_rules)),
+    ("DynamicResources", _spec("DynamicResources", resource_claims)),
+)
+
+__all__ = ["GUARDS"]

@@ -1,0 +1,123 @@
+"""Guards for kube-scheduler default plugins this build does not have yet.
+
+kube-pysched's default profile is kube-scheduler's full list. A default plugin it lacks is not
+dropped quietly: a guard stands in its place, under the plugin's name, and rejects in PreFilter
+every pod that uses what the plugin would check (a PersistentVolumeClaim, a resource claim, a
+hard topology spread constraint, required pod (anti-)affinity, or an existing pod's required
+anti-affinity that selects the pod), so such a pod stays Pending with a message naming the
+missing plugin instead of being placed against a constraint nobody checked. Pods that use none
+of it are scheduled as usual. Score-only behaviour (soft constraints) is not guarded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from scheduler.api.labels import LabelSelector, SelectorError
+from scheduler.api.objects import Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.interface import Handle, PreFilterExtensions
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PreFilterResult
+
+#: What a guard looks for in a pod: a short description of what needs the plugin, or "".
+Need = Callable[[Pod, Handle], str]
+
+#: Volume sources each storage plugin checks (kube-scheduler v1.37).
+_CLAIMS = ("persistentVolumeClaim", "ephemeral")
+_IN_TREE_DISKS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
+_ATTACHABLE = ("csi", "gcePersistentDisk", "awsElasticBlockStore", "azureDisk", "cinder")
+STORAGE_SOURCES: Mapping[str, tuple[str, ...]] = {
+    "VolumeRestrictions": (*_CLAIMS, *_IN_TREE_DISKS),
+    "NodeVolumeLimits": (*_CLAIMS, *_ATTACHABLE),
+    "VolumeBinding": _CLAIMS,
+    "VolumeZone": _CLAIMS,
+}
+
+
+def volumes_needing(sources: tuple[str, ...]) -> Need:
+    def need(pod: Pod, _handle: Handle) -> str:
+        kinds = sorted({v.source for v in pod.volumes if v.source in sources})
+        return f"{' and '.join(kinds)} volumes" if kinds else ""
+
+    return need
+
+
+def resource_claims(pod: Pod, _handle: Handle) -> str:
+    return "resource claims" if pod.resource_claims else ""
+
+
+def hard_spread_constraints(pod: Pod, _handle: Handle) -> str:
+    hard = [
+        c for c in pod.topology_spread_constraints if c.get("whenUnsatisfiable") == "DoNotSchedule"
+    ]
+    return "topology spread constraints (DoNotSchedule)" if hard else ""
+
+
+def pod_affinity_rules(pod: Pod, handle: Handle) -> str:
+    """The pod's own required pod (anti-)affinity, or an existing pod's required
+    anti-affinity that selects it (symmetry)."""
+    affinity = pod.pod_affinity or {}
+    for kind, what in (("podAffinity", "pod affinity"), ("podAntiAffinity", "pod anti-affinity")):
+        if (affinity.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution"):
+            return f"required {what}"
+    table = handle.snapshot().table
+    rows = np.flatnonzero(table.anti_affinity_pods)
+    for row in rows.tolist():
+        for existing in table.infos[row].pods:
+            for term in existing.required_anti_affinity_terms:
+                if _term_may_select(term, existing, pod):
+                    return f"an existing pod's required anti-affinity ({existing.key})"
+    return ""
+
+
+def _term_may_select(term: Mapping[str, Any], owner: Pod, pod: Pod) -> bool:
+    """Whether an affinity term of `owner` may select `pod`. Errs towards yes: a
+    namespaceSelector (namespace labels are not watched here) and matchLabelKeys are not
+    narrowed, and a selector that does not parse counts as a match."""
+    if "namespaceSelector" not in term:
+        namespaces = term.get("namespaces") or [owner.namespace]
+        if pod.namespace not in namespaces:
+            return False
+    try:
+        selector = LabelSelector.parse(term.get("labelSelector"))
+    except SelectorError:
+        return True
+    return selector is not None and selector.matches(pod.labels)
+
+
+class MissingPluginGuard:
+    """PreFilter under a missing plugin's name: rejects pods that need the plugin."""
+
+    def __init__(self, name: str, need: Need, handle: Handle) -> None:
+        self.name = name
+        self._need = need
+        self._handle = handle
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        what = self._need(pod, self._handle)
+        if not what:
+            return None, Status(Code.SKIP)
+        return None, Status(
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            f"the pod uses {what}, which the {self.name} plugin checks; kube-pysched does not "
+            f"have that plugin yet",
+        )
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """No cluster event makes the check possible; only the periodic flush retries."""
+        return []
+
+
+def accept_any_args(raw: Any) -> Any:
+    """kube-scheduler configurations that set this plugin's args load unchanged."""
+    return raw
