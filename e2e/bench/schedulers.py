@@ -20,6 +20,7 @@ from e2e.bench.workload import SCHEDULER_NAME, Workload
 from e2e.cluster import ControlPlane
 from e2e.pysched import Pysched
 from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
+from scheduler.plugins.missing import GUARDS
 from scheduler.plugins.registry import in_tree_registry
 
 KUBE_SCHEDULER = "kube-scheduler"
@@ -28,8 +29,10 @@ SCHEDULERS = (KUBE_SCHEDULER, KUBE_PYSCHED)
 
 
 def pysched_missing_plugins() -> list[str]:
-    """kube-scheduler's default plugins that kube-pysched's in-tree registry lacks."""
-    available = set(in_tree_registry().keys())
+    """kube-scheduler's default plugins that kube-pysched lacks: not registered, or
+    registered only as the guard that keeps pods needing them Pending."""
+    guarded = {name for name, _ in GUARDS}
+    available = set(in_tree_registry().keys()) - guarded
     return [name for name, _ in KUBE_SCHEDULER_MULTI_POINT if name not in available]
 
 
