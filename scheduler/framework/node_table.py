@@ -74,6 +74,8 @@ class NodeTable:
                 self._scalar[name] = (alloc[source], req[source])
         for i in fresh:
             self._write_row(i, infos[i])
+        #: Pods with required anti-affinity on all nodes: zero lets the check skip the column.
+        self.anti_affinity_total = int(self.anti_affinity_pods.sum())
         if previous is not None and previous._images is not None:
             self._take_image_index(previous, previous._images, fresh)
 
@@ -105,6 +107,9 @@ class NodeTable:
             self._labels = None
         if self._images is not None:
             self._images.set_node(info.name, old.node, info.node)
+        self.anti_affinity_total += info.required_anti_affinity_pods - int(
+            self.anti_affinity_pods[i]
+        )
         self._write_row(i, info)
 
     def _write_row(self, i: int, info: NodeInfo) -> None:

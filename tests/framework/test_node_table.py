@@ -144,3 +144,30 @@ def test_image_index_kept_up_to_date_equals_a_fresh_build() -> None:
         assert table._images is not None, "the index was not carried over"
         fresh = ImageIndex(list(table.infos), table.index)
         assert _image_view(table.image_index(), table, names) == _image_view(fresh, table, names)
+
+
+def test_anti_affinity_total_follows_rows_as_pods_come_and_go() -> None:
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+    cache = Cache()
+    for name in ("a", "b", "c"):
+        cache.add_node(make_node(name))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    assert snap.table.anti_affinity_total == 0
+    guarded = [make_pod(f"p{i}", node_name="b", affinity=anti) for i in range(2)]
+    for pod in [*guarded, make_pod("plain", node_name="a")]:
+        cache.add_pod(pod)
+    cache.update_snapshot(snap)
+    assert snap.table.anti_affinity_total == 2
+    assert snap.table.anti_affinity_pods.tolist() == [0, 2, 0]
+    cache.remove_pod(guarded[0])
+    cache.add_node(make_node("d"))  # a structural change rebuilds the table
+    cache.update_snapshot(snap)
+    assert snap.table.anti_affinity_total == 1
+    assert int(snap.table.anti_affinity_pods.sum()) == 1

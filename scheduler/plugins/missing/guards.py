@@ -41,6 +41,8 @@ STORAGE_SOURCES: Mapping[str, tuple[str, ...]] = {
 
 def volumes_needing(sources: tuple[str, ...]) -> Need:
     def need(pod: Pod, _handle: Handle) -> str:
+        if not pod.volumes:
+            return ""
         kinds = sorted({v.source for v in pod.volumes if v.source in sources})
         return f"{' and '.join(kinds)} volumes" if kinds else ""
 
@@ -66,6 +68,8 @@ def pod_affinity_rules(pod: Pod, handle: Handle) -> str:
         if (affinity.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution"):
             return f"required {what}"
     table = handle.snapshot().table
+    if not table.anti_affinity_total:
+        return ""
     rows = np.flatnonzero(table.anti_affinity_pods)
     for row in rows.tolist():
         for existing in table.infos[row].pods:
@@ -90,6 +94,10 @@ def _term_may_select(term: Mapping[str, Any], owner: Pod, pod: Pod) -> bool:
     return selector is not None and selector.matches(pod.labels)
 
 
+#: The framework only reads a Skip status (never mutates it), so one instance serves all.
+_SKIP = Status(Code.SKIP)
+
+
 class MissingPluginGuard:
     """PreFilter under a missing plugin's name: rejects pods that need the plugin."""
 
@@ -103,7 +111,7 @@ class MissingPluginGuard:
     ) -> tuple[PreFilterResult | None, Status | None]:
         what = self._need(pod, self._handle)
         if not what:
-            return None, Status(Code.SKIP)
+            return None, _SKIP
         return None, Status(
             Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
             f"the pod uses {what}, which the {self.name} plugin checks; kube-pysched does not "
