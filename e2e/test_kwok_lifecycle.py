@@ -107,3 +107,7 @@ def test_node_agents_run_on_their_node(core_v1: k8s.CoreV1Api, kwok_nodes: NodeF
     assert sorted(p.metadata.name for p in pods.items) == sorted(
         f"{agent}-{name}" for agent in NODE_AGENTS
     )
+    for pod in pods.items:
+        conditions = {c.type: c.status for c in pod.status.conditions}
+        assert conditions["PodScheduled"] == "True", pod.metadata.name
+        assert conditions["Ready"] == "True", pod.metadata.name
