@@ -18,24 +18,39 @@ def _r(name: str, state: str, reason: str = "") -> SpecResult:
 
 
 def test_listed_failure_is_fine_and_unlisted_failure_is_not() -> None:
-    ok = evaluate({LISTED: _r(LISTED, "failed"), OTHER: _r(OTHER, "passed")}, None, EXPECTED)
+    ok = evaluate(
+        {LISTED: _r(LISTED, "failed"), OTHER: _r(OTHER, "passed")}, None, EXPECTED, not_judged={}
+    )
     assert ok.ok
-    bad = evaluate({LISTED: _r(LISTED, "failed"), OTHER: _r(OTHER, "failed")}, None, EXPECTED)
+    bad = evaluate(
+        {LISTED: _r(LISTED, "failed"), OTHER: _r(OTHER, "failed")}, None, EXPECTED, not_judged={}
+    )
     assert bad.unexpected_failures == [OTHER]
     assert not bad.ok
 
 
+def test_not_judged_specs_decide_nothing_either_way() -> None:
+    results = {LISTED: _r(LISTED, "failed"), OTHER: _r(OTHER, "failed")}
+    assert evaluate(results, None, EXPECTED, not_judged={OTHER: "X: why"}).ok
+    results[OTHER] = _r(OTHER, "passed")
+    assert evaluate(results, None, EXPECTED, not_judged={OTHER: "X: why"}).ok
+
+
 def test_a_listed_spec_that_passes_asks_to_shrink_the_list() -> None:
-    verdict = evaluate({LISTED: _r(LISTED, "passed")}, None, EXPECTED)
+    verdict = evaluate({LISTED: _r(LISTED, "passed")}, None, EXPECTED, not_judged={})
     assert verdict.now_passing == [LISTED]
     assert any("shrink" in line for line in verdict.messages())
 
 
 def test_stale_entries_and_reference_failures_fail_the_gate() -> None:
-    verdict = evaluate({OTHER: _r(OTHER, "passed")}, {OTHER: _r(OTHER, "failed")}, EXPECTED)
+    verdict = evaluate(
+        {OTHER: _r(OTHER, "passed")}, {OTHER: _r(OTHER, "failed")}, EXPECTED, not_judged={}
+    )
     assert verdict.listed_not_run == [LISTED]
     assert verdict.reference_failures == [OTHER]
-    narrow = evaluate({OTHER: _r(OTHER, "passed")}, None, EXPECTED, full_selection=False)
+    narrow = evaluate(
+        {OTHER: _r(OTHER, "passed")}, None, EXPECTED, not_judged={}, full_selection=False
+    )
     assert narrow.ok
 
 
@@ -61,6 +76,6 @@ def test_report_keeps_only_the_focused_its_and_table_shows_reasons(tmp_path: Pat
     results = read_report(path)
     assert sorted(results) == [LISTED, OTHER]
     assert results[LISTED].reason == "one victim"
-    text = table({KUBE_SCHEDULER: results, KUBE_PYSCHED: results}, EXPECTED)
+    text = table({KUBE_SCHEDULER: results, KUBE_PYSCHED: results}, EXPECTED, {})
     assert "expected: kube-pysched: one victim" in text
     assert "| **passed / ran** | 1/2 | 1/2 |  |" in text

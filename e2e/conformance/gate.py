@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from e2e.conformance.expected import EXPECTED_FAILURES
+from e2e.conformance.expected import EXPECTED_FAILURES, NOT_JUDGED
 from e2e.conformance.report import SpecResult
 
 KUBE_SCHEDULER = "kube-scheduler"
@@ -55,6 +55,7 @@ def evaluate(
     kube_scheduler: Mapping[str, SpecResult] | None,
     expected: Mapping[str, str] = EXPECTED_FAILURES,
     *,
+    not_judged: Mapping[str, str] = NOT_JUDGED,
     full_selection: bool = True,
 ) -> Verdict:
     """Judge the runs that were made (either may be None when only one half ran).
@@ -69,7 +70,7 @@ def evaluate(
         )
     if pysched is not None:
         for name, result in sorted(pysched.items()):
-            if not result.ran:
+            if not result.ran or name in not_judged:
                 continue
             if name in expected and result.passed:
                 verdict.now_passing.append(name)
@@ -77,13 +78,15 @@ def evaluate(
                 verdict.unexpected_failures.append(name)
         if full_selection:
             verdict.listed_not_run = sorted(
-                n for n in expected if n not in pysched or not pysched[n].ran
+                n for n in (*expected, *not_judged) if n not in pysched or not pysched[n].ran
             )
     return verdict
 
 
 def table(
-    runs: Mapping[str, Mapping[str, SpecResult]], expected: Mapping[str, str] = EXPECTED_FAILURES
+    runs: Mapping[str, Mapping[str, SpecResult]],
+    expected: Mapping[str, str] = EXPECTED_FAILURES,
+    not_judged: Mapping[str, str] = NOT_JUDGED,
 ) -> str:
     """A Markdown table: spec, one column per scheduler run, reason.
 
@@ -96,7 +99,13 @@ def table(
     rows = [header, ["---"] * len(header)]
     for name in names:
         cells = [_cell(runs[c].get(name)) for c in columns]
-        rows.append([_escape(name), *cells, _escape(_reason(name, runs, columns, expected))])
+        reason = _reason(name, runs, columns, expected)
+        if name in not_judged and KUBE_PYSCHED in runs:
+            plugin = not_judged[name].split(":", 1)[0]
+            reason = f"not judged for kube-pysched (waits for {plugin})" + (
+                f"; {reason}" if reason else ""
+            )
+        rows.append([_escape(name), *cells, _escape(reason)])
     totals = ["**passed / ran**"]
     for c in columns:
         ran = [r for r in runs[c].values() if r.ran]
