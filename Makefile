@@ -58,6 +58,17 @@ e2e-kind: install
 	KUBECONFIG=$(CURDIR)/.kind-kubeconfig $(PY) -m pytest -q -p no:cacheprovider e2e; \
 	  rc=$$?; kind delete cluster --name kube-pysched; exit $$rc
 
+# Kubernetes' own e2e.test, built once per version into the same cache as the control plane.
+.PHONY: e2e-test-build conformance
+e2e-test-build: install cluster-build
+	$(PY) -m e2e.cluster build-e2e
+
+# The [sig-scheduling] specs of e2e.test with kube-scheduler, then with kube-pysched, as the
+# default scheduler; one table and the gate (docs/conformance.md). ~25 minutes.
+CONFORMANCE_ARGS ?=
+conformance: install e2e-test-build
+	env -u KUBECONFIG $(PY) -m e2e.conformance $(CONFORMANCE_ARGS)
+
 # scheduler_perf-style workloads, kube-scheduler beside kube-pysched (docs/benchmarks.md).
 BENCH_ARGS ?= --workload all --size 1000
 bench: install cluster-build

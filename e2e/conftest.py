@@ -25,6 +25,7 @@ from e2e.cluster import (
     delete_kwok_nodes,
     wait_for,
 )
+from e2e.cluster.e2etest import build_e2e_test
 from e2e.cluster.nodes import NodeFactory
 from e2e.pysched import Pysched
 
@@ -39,10 +40,18 @@ def _external_kubeconfig() -> Path | None:
     return Path(value) if value else None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "e2e_test_binary: needs Kubernetes' e2e.test (built before the tests run)"
+    )
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the binaries before any test runs, outside pytest-timeout's per-test budget."""
     if session.items and not session.config.option.collectonly and not _external_kubeconfig():
         build()
+        if any(item.get_closest_marker("e2e_test_binary") for item in session.items):
+            build_e2e_test()
 
 
 @pytest.fixture(scope="session")

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import time
+
 from kubernetes import client as k8s
 
-from e2e.cluster import is_gone, is_running, wait_for, wait_for_pod
+from e2e.cluster import (
+    ControlPlane,
+    create_kwok_nodes,
+    is_gone,
+    is_running,
+    wait_for,
+    wait_for_pod,
+)
 from e2e.cluster.kwok import stage_names
-from e2e.cluster.nodes import NODE_AGENTS, NodeFactory, node_ip, wait_node_agents_running
+from e2e.cluster.nodes import (
+    NODE_AGENTS,
+    NodeFactory,
+    node_ip,
+    wait_node_agents_running,
+)
+from e2e.cluster.nodes import core_v1 as core_v1_api
 
 GRACE_SECONDS = 5
 
@@ -107,3 +122,33 @@ def test_node_agents_run_on_their_node(core_v1: k8s.CoreV1Api, kwok_nodes: NodeF
     assert sorted(p.metadata.name for p in pods.items) == sorted(
         f"{agent}-{name}" for agent in NODE_AGENTS
     )
+    for pod in pods.items:
+        conditions = {c.type: c.status for c in pod.status.conditions}
+        assert conditions["PodScheduled"] == "True", pod.metadata.name
+        assert conditions["Ready"] == "True", pod.metadata.name
+
+
+def test_prompt_pod_deletion_waits_only_for_prestop_sleep(local_control_plane: object) -> None:
+    """ControlPlane(prompt_pod_deletion=True): containers exit on SIGTERM, preStop hooks hold."""
+    with ControlPlane(prompt_pod_deletion=True) as cp:
+        api = core_v1_api(cp.kubeconfig)
+        (node,) = create_kwok_nodes(api, 1, "prompt-")
+        hook = k8s.V1Lifecycle(pre_stop=k8s.V1LifecycleHandler(sleep=k8s.V1SleepAction(seconds=4)))
+        for name, lifecycle in (("plain", None), ("hooked", hook)):
+            pod = k8s.V1Pod(
+                metadata=k8s.V1ObjectMeta(name=name),
+                spec=k8s.V1PodSpec(
+                    node_name=node.metadata.name,
+                    termination_grace_period_seconds=30,
+                    containers=[k8s.V1Container(name="app", image="pause", lifecycle=lifecycle)],
+                ),
+            )
+            api.create_namespaced_pod("default", pod)
+            wait_for_pod(api, "default", name, is_running, what="Running")
+        started = time.monotonic()
+        api.delete_namespaced_pod("plain", "default")
+        api.delete_namespaced_pod("hooked", "default")
+        wait_for_pod(api, "default", "plain", is_gone, timeout=10, what="plain deleted")
+        assert api.read_namespaced_pod("hooked", "default").metadata.deletion_timestamp
+        wait_for_pod(api, "default", "hooked", is_gone, timeout=15, what="hooked deleted")
+        assert 3 <= time.monotonic() - started < 12

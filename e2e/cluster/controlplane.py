@@ -88,6 +88,8 @@ class ControlPlane:
     ``workdir=None`` creates a run directory under the cache (removed again on ``stop`` unless
     $KUBE_PYSCHED_KEEP_RUNS is set). ``with_scheduler`` runs kube-scheduler as the default
     scheduler. ``detached`` lets the processes outlive this Python process (CLI ``up``).
+    ``prompt_pod_deletion`` makes kwok remove a deleted pod at once instead of after its grace
+    period (see kwok.stages_text).
     """
 
     def __init__(
@@ -98,8 +100,10 @@ class ControlPlane:
         bin_dir: Path | str | None = None,
         detached: bool = False,
         start_timeout: float = 180.0,
+        prompt_pod_deletion: bool = False,
     ) -> None:
         self._own_workdir = workdir is None
+        self.prompt_pod_deletion = prompt_pod_deletion
         self._workdir = Path(workdir).resolve() if workdir is not None else None
         self.with_scheduler = with_scheduler
         self._bin_dir = Path(bin_dir) if bin_dir is not None else None
@@ -377,7 +381,9 @@ class ControlPlane:
                 "kube-scheduler",
                 self._scheduler_argv(sched_config, self._ports["kube-scheduler"], pki, ()),
             )
-        kwok_config = kwok.write_config(self._config_dir / "kwok.yaml")
+        kwok_config = kwok.write_config(
+            self._config_dir / "kwok.yaml", prompt_pod_deletion=self.prompt_pod_deletion
+        )
         self._spawn(
             "kwok",
             kwok.command(

@@ -31,7 +31,36 @@ def stage_names() -> list[str]:
     return [d["metadata"]["name"] for d in docs if d]
 
 
-def write_config(path: Path) -> Path:
+#: jq for kwok's ``durationFrom``: how long a deleted pod's preStop sleep hooks hold it (the
+#: longest ``lifecycle.preStop.sleep.seconds``, at most the grace period), as e.g. "79s".
+PRESTOP_DELAY_JQ = (
+    "[([.spec.containers[]? | .lifecycle.preStop.sleep.seconds // 0] + [0] | max), "
+    '(.metadata.deletionGracePeriodSeconds // 0)] | min | "\\(.)s"'
+)
+
+
+def stages_text(*, prompt_pod_deletion: bool = False) -> str:
+    """The shipped Stages; ``prompt_pod_deletion`` changes when ``pod-delete`` acts.
+
+    By default a terminating pod stays until its grace period is over, like a container that
+    ignores SIGTERM (what the preemption tests need). Prompt deletion is a container that
+    exits on SIGTERM at once, as the pause and agnhost images of Kubernetes' e2e specs do: the
+    pod is removed when its preStop sleep hooks are done (at once if it has none).
+    """
+    text = STAGES_FILE.read_text()
+    if not prompt_pod_deletion:
+        return text
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    for doc in docs:
+        if doc["metadata"]["name"] == "pod-delete":
+            doc["spec"]["delay"] = {
+                "durationMilliseconds": 0,
+                "durationFrom": {"jq": {"expression": PRESTOP_DELAY_JQ}},
+            }
+    return "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
+
+
+def write_config(path: Path, *, prompt_pod_deletion: bool = False) -> Path:
     """Write a kwok config: KwokConfiguration options followed by the shipped Stages."""
     options = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
@@ -55,7 +84,8 @@ def write_config(path: Path) -> Path:
             "enableContentionProfiling": False,
         },
     }
-    path.write_text(yaml.safe_dump(options, sort_keys=False) + "---\n" + STAGES_FILE.read_text())
+    stages = stages_text(prompt_pod_deletion=prompt_pod_deletion)
+    path.write_text(yaml.safe_dump(options, sort_keys=False) + "---\n" + stages)
     return path
 
 

@@ -169,10 +169,16 @@ def node_agent_manifest(agent: str, node: k8s.V1Node) -> dict[str, Any]:
 
 
 def create_node_agents(client_or_kubeconfig: ClientLike, node: k8s.V1Node) -> None:
-    """Create the NODE_AGENTS pods of one node (kwok then reports them Running)."""
+    """Create the NODE_AGENTS pods of one node (kwok then reports them Running).
+
+    A kubelet reports ``PodScheduled=True`` for the pods it runs, also for pods no scheduler
+    bound; kwok does not, and Kubernetes' e2e specs fail on a bound pod without the condition.
+    """
     api = core_v1(client_or_kubeconfig)
+    scheduled = {"status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}}
     for agent in NODE_AGENTS:
-        api.create_namespaced_pod("kube-system", node_agent_manifest(agent, node))
+        pod = api.create_namespaced_pod("kube-system", node_agent_manifest(agent, node))
+        api.patch_namespaced_pod_status(pod.metadata.name, "kube-system", scheduled)
 
 
 def create_kwok_nodes(

@@ -1,0 +1,38 @@
+"""The specs kube-pysched is known to fail, each with the kube-pysched plugin it waits for.
+
+This list may only shrink: a spec that starts passing is reported loudly (and fails the CI
+test) so that it is removed here; a failure of a spec not listed fails the gate.
+
+NOT_JUDGED holds specs that test a plugin kube-pysched lacks but that it sometimes passes
+anyway, through resource scoring, when the nodes happen to be equally loaded as the spec
+starts (pods of the previous spec are often still being deleted with their namespace). Their
+outcome is shown but decides nothing, until the named plugin lands; this list only shrinks too.
+"""
+
+from __future__ import annotations
+
+#: Full spec name as in the report (Ginkgo's container texts and leaf text joined by spaces;
+#: the e2e framework appends labels such as [Serial] to the leaf text) -> the missing
+#: kube-pysched plugin and why the spec needs it.
+EXPECTED_FAILURES: dict[str, str] = {
+    "[sig-scheduling] SchedulerPreemption PodTopologySpread Preemption "
+    "validates proper pods are preempted [Serial]": (
+        "PodTopologySpread: without it preemption removes one low pod instead of two and "
+        "the preemptor is bound against maxSkew"
+    ),
+}
+
+_PTS_SPREAD = (
+    "PodTopologySpread: without it the pods are spread only by resource scoring, which "
+    "pods of the previous spec still on the nodes tip one way"
+)
+
+#: Full spec name -> the plugin whose absence makes the outcome a matter of luck.
+NOT_JUDGED: dict[str, str] = {
+    "[sig-scheduling] SchedulerPredicates PodTopologySpread Filtering "
+    "validates 4 pods with MaxSkew=1 are evenly distributed into 2 nodes [Serial]": _PTS_SPREAD,
+    "[sig-scheduling] Multi-AZ Clusters should spread the pods of a replication controller "
+    "across zones [Serial]": _PTS_SPREAD,
+    "[sig-scheduling] Multi-AZ Clusters should spread the pods of a service across zones "
+    "[Serial]": _PTS_SPREAD,
+}

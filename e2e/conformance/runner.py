@@ -1,0 +1,148 @@
+"""Run Kubernetes' e2e.test against one fresh local control plane with one default scheduler.
+
+Each half gets its own control plane (so nothing of one run leaks into the other), 4
+kubelet-like kwok nodes in two zones (the Multi-AZ specs need two), their per-node system
+pods, and either kube-scheduler or kube-pysched as ``default-scheduler``. kwok removes a
+deleted pod at once, as a kubelet does for the specs' pause and agnhost containers (they exit
+on SIGTERM): with the harness' default (pods stay for their grace period) the pods of one spec
+would still load the nodes during the next. Results are read
+from Ginkgo's JSON report; everything (e2e.test output, scheduler and control-plane logs) is
+kept in the run's directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from e2e.cluster import ControlPlane, create_kwok_nodes
+from e2e.cluster.e2etest import build_e2e_test
+from e2e.cluster.nodes import core_v1, wait_node_agents_running
+from e2e.cluster.processes import ManagedProcess
+from e2e.conformance.gate import KUBE_PYSCHED, KUBE_SCHEDULER
+from e2e.conformance.report import SpecResult, read_report
+from e2e.pysched import Pysched, default_config
+
+NODE_COUNT = 4
+ZONE_LABEL = "topology.kubernetes.io/zone"
+ZONES = ("zone-a", "zone-b")
+FOCUS = r"\[sig-scheduling\]"
+SKIP = r"\[Feature:OffByDefault\]|\[Alpha\]|\[Flaky\]|\[Disruptive\]"
+#: Both halves run the specs in the same (Ginkgo-randomised) order.
+SEED = 1337
+#: A full half takes 10-12 minutes (the hostPort conformance spec waits 5 by design).
+RUN_TIMEOUT = 45 * 60.0
+
+
+@dataclass(frozen=True)
+class HalfRun:
+    """One e2e.test run: its results, exit status, wall time and where its files are."""
+
+    scheduler: str
+    results: dict[str, SpecResult]
+    exit_code: int | None
+    seconds: float
+    out_dir: Path
+
+
+def e2e_args(
+    kubeconfig: Path, report: Path, *, seed: int = SEED, focus: str = FOCUS, skip: str = SKIP
+) -> list[str]:
+    """e2e.test's flags for a cluster without cloud provider, kubelets or add-ons."""
+    return [
+        "--provider=skeleton",
+        f"--kubeconfig={kubeconfig}",
+        "--allowed-not-ready-nodes=0",
+        "--minStartupPods=0",
+        "--e2e-verify-service-account=false",
+        "--dump-logs-on-failure=false",
+        f"--ginkgo.focus={focus}",
+        f"--ginkgo.skip={skip}",
+        f"--ginkgo.seed={seed}",
+        f"--ginkgo.json-report={report}",
+        "--ginkgo.no-color",
+    ]
+
+
+def pysched_config() -> dict[str, object]:
+    """kube-pysched with its default plugins, answering for ``default-scheduler``."""
+    return default_config(profiles=[{"schedulerName": "default-scheduler"}])
+
+
+def run_half(
+    scheduler: str,
+    out_dir: Path,
+    *,
+    e2e_test: Path | None = None,
+    seed: int = SEED,
+    focus: str = FOCUS,
+    skip: str = SKIP,
+    timeout: float = RUN_TIMEOUT,
+    out: TextIO | None = None,
+) -> HalfRun:
+    """Start a control plane with ``scheduler`` as default scheduler, run the specs, stop."""
+    if scheduler not in (KUBE_SCHEDULER, KUBE_PYSCHED):
+        raise ValueError(f"unknown scheduler {scheduler!r}")
+    out = out or sys.stderr
+    binary = e2e_test or build_e2e_test(out=out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = out_dir / "report.json"
+    report.unlink(missing_ok=True)
+    started = time.monotonic()
+    cp = ControlPlane(
+        workdir=out_dir / "cluster",
+        with_scheduler=scheduler == KUBE_SCHEDULER,
+        prompt_pod_deletion=True,
+    )
+    pysched: Pysched | None = None
+    exit_code: int | None = None
+    try:
+        cp.start()
+        if scheduler == KUBE_PYSCHED:
+            pysched = Pysched(cp.kubeconfig, pysched_config(), workdir=out_dir, name=KUBE_PYSCHED)
+            pysched.start()
+        prepare_nodes(cp.kubeconfig)
+        argv = [str(binary), *e2e_args(cp.kubeconfig, report, seed=seed, focus=focus, skip=skip)]
+        print(f"[conformance] {scheduler}: e2e.test running, log {out_dir / 'e2e.log'}", file=out)
+        exit_code = _run_e2e(argv, out_dir, timeout)
+        if pysched is not None and not pysched.alive():
+            print(f"[conformance] kube-pysched exited during the run:\n{pysched.tail()}", file=out)
+    finally:
+        if pysched is not None:
+            pysched.stop()
+        cp.stop(remove_workdir=False)
+        # Keep logs and kubeconfigs, drop the etcd data.
+        shutil.rmtree(out_dir / "cluster" / "etcd", ignore_errors=True)
+    results = read_report(report) if report.is_file() else {}
+    return HalfRun(scheduler, results, exit_code, time.monotonic() - started, out_dir)
+
+
+def prepare_nodes(kubeconfig: Path) -> None:
+    """4 Ready kwok nodes, two per zone, with their per-node system pods Running."""
+    api = core_v1(kubeconfig)
+    names: list[str] = []
+    for zone in ZONES:
+        nodes = create_kwok_nodes(
+            api, NODE_COUNT // len(ZONES), f"node-{zone}-", labels={ZONE_LABEL: zone}, agents=True
+        )
+        names += [n.metadata.name for n in nodes]
+    wait_node_agents_running(api, names)
+
+
+def _run_e2e(argv: Sequence[str], out_dir: Path, timeout: float) -> int | None:
+    env = dict(os.environ)
+    env.pop("KUBECONFIG", None)
+    proc = ManagedProcess("e2e.test", argv, out_dir / "e2e.log", env=env, cwd=out_dir).start()
+    try:
+        code = proc.wait(timeout)
+        if code is None:
+            print(f"[conformance] e2e.test still running after {timeout:.0f}s; stopped it")
+        return code
+    finally:
+        proc.stop()
