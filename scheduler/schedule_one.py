@@ -403,10 +403,35 @@ class ScheduleOne:
     ) -> None:
         patch = pod_scheduled_condition_patch(pod, reason, message, nominating, self.s.clock.now())
         if patch is not None:
-            api = self.s.api
             self.s.dispatcher.submit(
-                POD_STATUS_PATCH, pod.uid, lambda: api.patch_pod_status(pod, patch)
+                POD_STATUS_PATCH, pod.uid, PodStatusPatch(self.s.api, pod, patch)
             )
+
+
+@dataclass(frozen=True)
+class PodStatusPatch:
+    """One pod's PodScheduled=False patch, as kube-scheduler's PodStatusPatchCall: a newer one
+    replacing a pending older one keeps the older's nominatedNodeName unless it sets its own
+    (the condition is the newer's: it was computed against what the API server holds)."""
+
+    api: ApiActions
+    pod: Pod
+    patch: dict[str, Any]
+
+    def __call__(self) -> None:
+        self.api.patch_pod_status(self.pod, self.patch)
+
+    def merged_onto(self, older: Callable[[], None]) -> Callable[[], None]:
+        if not isinstance(older, PodStatusPatch):
+            return self
+        nominated = older.patch["status"].get("nominatedNodeName", _UNSET)
+        if nominated is _UNSET or "nominatedNodeName" in self.patch["status"]:
+            return self
+        status = {**self.patch["status"], "nominatedNodeName": nominated}
+        return PodStatusPatch(self.api, self.pod, {"status": status})
+
+
+_UNSET = object()
 
 
 def pod_scheduled_condition_patch(

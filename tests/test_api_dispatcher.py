@@ -120,3 +120,36 @@ def test_less_relevant_call_than_the_pending_one_is_dropped(dispatcher: ApiDispa
     log.release.set()
     assert dispatcher.wait_idle(10)
     assert log.calls == ["other", "p bind"]
+
+
+def test_a_newer_status_patch_keeps_the_pending_ones_nomination(
+    dispatcher: ApiDispatcher,
+) -> None:
+    from scheduler.schedule_one import PodStatusPatch
+    from scheduler.testing import FakeApi, make_pod
+
+    log = Log()
+    api = FakeApi()
+    pod = make_pod("p")
+    dispatcher.submit(POD_STATUS_PATCH, "other", lambda: log.blocking("other"))
+    assert log.started.wait(10)
+    first = {"status": {"conditions": [{"message": "first"}], "nominatedNodeName": "n1"}}
+    second = {"status": {"conditions": [{"message": "second"}]}}
+    third = {"status": {"conditions": [{"message": "third"}], "nominatedNodeName": None}}
+    dispatcher.submit(POD_STATUS_PATCH, pod.uid, PodStatusPatch(api, pod, first))
+    dispatcher.submit(POD_STATUS_PATCH, pod.uid, PodStatusPatch(api, pod, second))
+    log.release.set()
+    assert dispatcher.wait_idle(10)
+    assert api.status_patches == [
+        (pod.key, {"status": {"conditions": [{"message": "second"}], "nominatedNodeName": "n1"}})
+    ]
+    # A newer patch that sets (or clears) the nomination itself wins.
+    log.release.clear()
+    log.started.clear()
+    dispatcher.submit(POD_STATUS_PATCH, "other", lambda: log.blocking("other"))
+    assert log.started.wait(10)
+    dispatcher.submit(POD_STATUS_PATCH, pod.uid, PodStatusPatch(api, pod, first))
+    dispatcher.submit(POD_STATUS_PATCH, pod.uid, PodStatusPatch(api, pod, third))
+    log.release.set()
+    assert dispatcher.wait_idle(10)
+    assert api.status_patches[-1] == (pod.key, third)

@@ -19,6 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Protocol, runtime_checkable
 
 import structlog
 
@@ -28,6 +29,17 @@ from scheduler.logging import debug_enabled
 log = structlog.get_logger(__name__)
 
 Call = Callable[[], None]
+
+
+@runtime_checkable
+class MergeableCall(Protocol):
+    """A call that folds a pending older call of the same type into itself (kube-scheduler's
+    APICall.Merge), instead of simply replacing it."""
+
+    def __call__(self) -> None: ...
+
+    def merged_onto(self, older: Call) -> Call: ...
+
 
 POD_STATUS_PATCH = "pod_status_patch"
 POD_BINDING = "pod_binding"
@@ -71,6 +83,8 @@ class ApiDispatcher:
                     self._skipped(call_type, key, "a more relevant call is already pending")
                     return
                 metrics.pending_async_api_calls.labels(queued_type).dec()
+                if queued_type == call_type and isinstance(call, MergeableCall):
+                    call = call.merged_onto(queued[1])
             elif key not in self._busy:
                 self._ready.append(key)
             self._pending[key] = (call_type, call)
