@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from e2e.conformance.gate import KUBE_PYSCHED, KUBE_SCHEDULER, evaluate, table
-from e2e.conformance.report import SpecResult, read_report
+from e2e.conformance.report import SpecResult, first_line, read_report
 
 LISTED = "[sig-scheduling] A listed spec"
 OTHER = "[sig-scheduling] Another spec"
@@ -76,6 +76,9 @@ def test_report_keeps_only_the_focused_its_and_table_shows_reasons(tmp_path: Pat
     results = read_report(path)
     assert sorted(results) == [LISTED, OTHER]
     assert results[LISTED].reason == "one victim"
+    assert first_line("Timed out after 80.000s.\nexpected at most 3 pods\n  - x") == (
+        "Timed out after 80.000s. expected at most 3 pods"
+    )
     text = table({KUBE_SCHEDULER: results, KUBE_PYSCHED: results}, EXPECTED, {})
     assert "expected: kube-pysched: one victim" in text
     assert "| **passed / ran** | 1/2 | 1/2 |  |" in text

@@ -37,8 +37,14 @@ def spec_name(spec: dict[str, Any]) -> str:
 
 
 def first_line(message: str) -> str:
-    """The first non-empty line of a failure message."""
-    return next((line.strip() for line in message.splitlines() if line.strip()), "")
+    """The first non-empty line of a failure message, with the second after a bare timeout.
+
+    Gomega's ``Timed out after 80.000s.`` says nothing by itself; the line after it does.
+    """
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith("Timed out after"):
+        return f"{lines[0]} {lines[1]}"
+    return lines[0] if lines else ""
 
 
 def read_report(path: Path, must_contain: str = "[sig-scheduling]") -> dict[str, SpecResult]:
