@@ -211,19 +211,7 @@ def _step(out: TextIO, what: str, t0: float) -> float:
 def _write_wrapper_module(src: Path, k8s: str, log: Path, out: TextIO) -> None:
     """Generate go.mod, a tools.go that pins the commands, and the etcd main package."""
     (src / "cmd" / "etcd").mkdir(parents=True)
-    staging = staging_version(k8s)
-    replaces = _staging_modules(k8s, src.parent, log, out)
-    lines = [
-        f"module {WRAPPER_MODULE}",
-        "",
-        f"go {GO_DIRECTIVE}",
-        "",
-        f"require k8s.io/kubernetes {k8s}",
-        "",
-        *(f"replace {mod} => {mod} {staging}" for mod in replaces),
-        "",
-    ]
-    (src / "go.mod").write_text("\n".join(lines))
+    write_go_mod(src, WRAPPER_MODULE, k8s, log, out)
     imports = "\n".join(f'\t_ "k8s.io/kubernetes/cmd/{c}"' for c in K8S_COMMANDS)
     (src / "tools.go").write_text(
         "//go:build tools\n\n// Package tools pins the commands built from this module.\n"
@@ -234,6 +222,24 @@ def _write_wrapper_module(src: Path, k8s: str, log: Path, out: TextIO) -> None:
         'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\n'
         "func main() { etcdmain.Main(os.Args) }\n"
     )
+
+
+def write_go_mod(src: Path, module: str, k8s: str, log: Path, out: TextIO) -> None:
+    """A go.mod requiring k8s.io/kubernetes at `k8s`, each staging module replaced by its
+    published version (what makes the upstream commands and tests buildable from a module)."""
+    staging = staging_version(k8s)
+    replaces = _staging_modules(k8s, src.parent, log, out)
+    lines = [
+        f"module {module}",
+        "",
+        f"go {GO_DIRECTIVE}",
+        "",
+        f"require k8s.io/kubernetes {k8s}",
+        "",
+        *(f"replace {mod} => {mod} {staging}" for mod in replaces),
+        "",
+    ]
+    (src / "go.mod").write_text("\n".join(lines))
 
 
 def _staging_modules(k8s: str, cwd: Path, log: Path, out: TextIO) -> list[str]:

@@ -30,11 +30,11 @@ from e2e.cluster.build import (
     _k8s_ldflags,
     _locked,
     _run,
-    _staging_modules,
     _write_stamp,
     version_dir,
+    write_go_mod,
 )
-from e2e.cluster.versions import GO_DIRECTIVE, KUBERNETES_VERSION, KWOK_VERSION, staging_version
+from e2e.cluster.versions import KUBERNETES_VERSION, KWOK_VERSION
 
 E2E_PACKAGE = "k8s.io/kubernetes/test/e2e"
 E2E_WRAPPER_MODULE = "kube-pysched/e2etest"
@@ -120,19 +120,7 @@ def _step(out: TextIO, what: str, t0: float) -> float:
 
 def _write_module(src: Path, k8s: str, log: Path, out: TextIO) -> None:
     """go.mod (same replaces as the control plane) and a tools.go pinning the test imports."""
-    staging = staging_version(k8s)
-    replaces = _staging_modules(k8s, src.parent, log, out)
-    lines = [
-        f"module {E2E_WRAPPER_MODULE}",
-        "",
-        f"go {GO_DIRECTIVE}",
-        "",
-        f"require k8s.io/kubernetes {k8s}",
-        "",
-        *(f"replace {mod} => {mod} {staging}" for mod in replaces),
-        "",
-    ]
-    (src / "go.mod").write_text("\n".join(lines))
+    write_go_mod(src, E2E_WRAPPER_MODULE, k8s, log, out)
     imports = sorted({E2E_PACKAGE, *_test_imports(_module_dir(k8s, src.parent, log, out))})
     body = "\n".join(f'\t_ "{path}"' for path in imports)
     (src / "tools.go").write_text(
