@@ -114,7 +114,6 @@ class Pod:
     tolerations: tuple[Toleration, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
-    images: tuple[str, ...] = ()
     # ImageLocality's image sources, normalized: init containers, containers, image volumes.
     image_refs: tuple[str, ...] = ()
     # NodeDeclaredFeatures: the features a node must declare (inferred once, at parse).

@@ -154,7 +154,6 @@ def parse_pod(obj: JsonView) -> Pod:
         tolerations=_tolerations(spec.get("tolerations")),
         scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or ()),
         host_ports=_host_ports(spec),
-        images=tuple(c.get("image", "") for c in spec.get("containers") or () if c.get("image")),
         image_refs=_image_refs(spec),
         required_node_features=infer_for_scheduling(spec),
         requests=requests,
