@@ -7,6 +7,8 @@ scheduling core do not depend on the in-tree plugins' details.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -183,3 +185,12 @@ class Harness:
 
     def close(self) -> None:
         self.scheduler.stop()
+
+
+def poll(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Polls with a deadline, for state that worker threads change on their own time."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)

@@ -32,11 +32,17 @@ class Log:
         assert self.release.wait(10)
         self.calls.append(what)
 
+    def occupy(self, dispatcher: ApiDispatcher) -> None:
+        """Keeps the single worker busy on object "other" until `release` is set."""
+        self.started.clear()
+        self.release.clear()
+        dispatcher.submit(POD_STATUS_PATCH, "other", lambda: self.blocking("other"))
+        assert self.started.wait(10)
+
 
 def test_newer_call_of_the_same_type_replaces_the_pending_one(dispatcher: ApiDispatcher) -> None:
     log = Log()
-    dispatcher.submit(POD_STATUS_PATCH, "other", lambda: log.blocking("other"))
-    assert log.started.wait(10)
+    log.occupy(dispatcher)
     dispatcher.submit(POD_STATUS_PATCH, "p", lambda: log.record("p first"))
     dispatcher.submit(POD_STATUS_PATCH, "p", lambda: log.record("p second"))
     log.release.set()
@@ -67,8 +73,7 @@ def test_call_for_an_object_with_a_running_call_waits_for_it() -> None:
 
 def test_exclusive_drops_a_pending_less_relevant_call(dispatcher: ApiDispatcher) -> None:
     log = Log()
-    dispatcher.submit(POD_STATUS_PATCH, "other", lambda: log.blocking("other"))
-    assert log.started.wait(10)
+    log.occupy(dispatcher)
     dispatcher.submit(POD_STATUS_PATCH, "p", lambda: log.record("p patch"))
     with dispatcher.exclusive(POD_BINDING, "p"):
         log.record("p bind")
@@ -113,8 +118,7 @@ def test_exclusive_waits_for_the_running_call_and_holds_later_ones(
 
 def test_less_relevant_call_than_the_pending_one_is_dropped(dispatcher: ApiDispatcher) -> None:
     log = Log()
-    dispatcher.submit(POD_STATUS_PATCH, "other", lambda: log.blocking("other"))
-    assert log.started.wait(10)
+    log.occupy(dispatcher)
     dispatcher.submit(POD_BINDING, "p", lambda: log.record("p bind"))
     dispatcher.submit(POD_STATUS_PATCH, "p", lambda: log.record("p patch"))
     log.release.set()
@@ -131,8 +135,7 @@ def test_a_newer_status_patch_keeps_the_pending_ones_nomination(
     log = Log()
     api = FakeApi()
     pod = make_pod("p")
-    dispatcher.submit(POD_STATUS_PATCH, "other", lambda: log.blocking("other"))
-    assert log.started.wait(10)
+    log.occupy(dispatcher)
     first = {"status": {"conditions": [{"message": "first"}], "nominatedNodeName": "n1"}}
     second = {"status": {"conditions": [{"message": "second"}]}}
     third = {"status": {"conditions": [{"message": "third"}], "nominatedNodeName": None}}
@@ -144,10 +147,7 @@ def test_a_newer_status_patch_keeps_the_pending_ones_nomination(
         (pod.key, {"status": {"conditions": [{"message": "second"}], "nominatedNodeName": "n1"}})
     ]
     # A newer patch that sets (or clears) the nomination itself wins.
-    log.release.clear()
-    log.started.clear()
-    dispatcher.submit(POD_STATUS_PATCH, "other", lambda: log.blocking("other"))
-    assert log.started.wait(10)
+    log.occupy(dispatcher)
     dispatcher.submit(POD_STATUS_PATCH, pod.uid, PodStatusPatch(api, pod, first))
     dispatcher.submit(POD_STATUS_PATCH, pod.uid, PodStatusPatch(api, pod, third))
     log.release.set()

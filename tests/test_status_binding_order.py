@@ -9,23 +9,14 @@ marked unschedulable.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from scheduler.api.objects import replace_pod
 from scheduler.framework.events import EVENT_NODE_ADD
 from scheduler.testing import make_node, make_pod
-from tests.core_harness import Harness
-
-
-def poll(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached before the deadline: {what}")
-        time.sleep(0.005)
+from tests.core_harness import Harness, poll
 
 
 @pytest.fixture

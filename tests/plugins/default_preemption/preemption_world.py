@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from scheduler.features import FeatureGates
@@ -39,14 +38,3 @@ def prefiltered_state(h: Harness, pod: Any) -> CycleState:
     _, status, _ = h.fwk.run_pre_filter_plugins(state, pod, h.snapshot.list())
     assert status is None
     return state
-
-
-def poll(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    """Polls with a deadline (the executor's thread finishes on its own time)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
