@@ -10,6 +10,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.api.affinity import PodAffinity, PodAffinityTerm
 from scheduler.api.labels import LabelSelector, NodeSelector, PreferredSchedulingTerm
 from scheduler.api.resources import Resource
 
@@ -107,7 +108,7 @@ class Pod:
     node_selector: dict[str, str] = field(default_factory=dict)
     required_node_affinity: NodeSelector | None = None
     preferred_node_affinity: tuple[PreferredSchedulingTerm, ...] = ()
-    pod_affinity: dict[str, Any] | None = None  # raw podAffinity/podAntiAffinity, for plugins
+    pod_affinity: PodAffinity | None = None  # None: no pod (anti-)affinity term at all
     topology_spread_constraints: tuple[dict[str, Any], ...] = ()  # raw, for plugins
     volumes: tuple[PodVolume, ...] = ()
     resource_claims: tuple[str, ...] = ()  # spec.resourceClaims[].name
@@ -135,10 +136,9 @@ class Pod:
         return f"{self.namespace}/{self.name}"
 
     @property
-    def required_anti_affinity_terms(self) -> list[dict[str, Any]]:
-        """podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution, raw."""
-        anti = (self.pod_affinity or {}).get("podAntiAffinity") or {}
-        return list(anti.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
+    def required_anti_affinity_terms(self) -> tuple[PodAffinityTerm, ...]:
+        """podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution."""
+        return self.pod_affinity.anti_required if self.pod_affinity is not None else ()
 
     def condition(self, type_: str) -> PodCondition | None:
         for cond in self.conditions:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from scheduler.api.affinity import parse_pod_affinity
 from scheduler.api.images import normalized_image_name
 from scheduler.api.json_types import JsonView
 from scheduler.api.labels import (
@@ -121,16 +122,15 @@ def parse_pod(obj: JsonView) -> Pod:
         required, preferred = _node_affinity(spec.get("affinity"))
     except SelectorError as err:
         raise ParseError(f"spec.affinity.nodeAffinity: {err}") from err
-    affinity = spec.get("affinity") or {}
-    pod_affinity = None
-    if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
-        pod_affinity = {
-            k: affinity[k] for k in ("podAffinity", "podAntiAffinity") if affinity.get(k)
-        }
+    namespace = meta.get("namespace", "default")
+    try:
+        pod_affinity = parse_pod_affinity(namespace, spec.get("affinity") or {})
+    except SelectorError as err:
+        raise ParseError(f"spec.affinity: {err}") from err
     priority = spec.get("priority")
     return Pod(
         uid=meta.get("uid", ""),
-        namespace=meta.get("namespace", "default"),
+        namespace=namespace,
         name=meta.get("name", ""),
         resource_version=meta.get("resourceVersion", ""),
         labels=meta.get("labels") or {},

@@ -8,7 +8,7 @@ table in step with the snapshot costs Python work only for the changed nodes. Pl
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +23,7 @@ from scheduler.api.labels import (
     Requirement,
     parse_go_int,
 )
-from scheduler.api.objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Node
+from scheduler.api.objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Node, Pod
 from scheduler.framework.types import NodeInfo
 
 IntColumn = npt.NDArray[np.int64]
@@ -171,6 +171,54 @@ class NodeTable:
         if self._images is None:
             self._images = ImageIndex(self.infos, self.index)
         return self._images
+
+    def topology_domains(self, key: str) -> tuple[IntColumn, tuple[str, ...]]:
+        """The topology domains of node label `key`: per row, the index in the returned values
+        of the node's value for the label; -1 where the node lacks it (or is gone)."""
+        values: dict[str, int] = {}
+        ids: IntColumn = np.full(self.n, -1, np.int64)
+        for i, info in enumerate(self.infos):
+            if info.node is None:
+                continue
+            value = info.node.labels.get(key)
+            if value is not None:
+                ids[i] = values.setdefault(value, len(values))
+        return ids, tuple(values)
+
+    def pod_counts(self, key: Hashable, matches: Callable[[Pod], bool]) -> IntColumn:
+        """Per row, how many of the node's pods (assumed ones included) satisfy `matches`.
+
+        `matches` may read only a pod's namespace, labels and whether it is terminating
+        (deletion_timestamp set), and `key` must name it: the same key always means the same
+        predicate, so the counts can be kept per key. The result is shared: do not modify it.
+        """
+        counts: IntColumn = np.zeros(self.n, np.int64)
+        for i, info in enumerate(self.infos):
+            counts[i] = sum(1 for pod in info.pods if matches(pod))
+        return counts
+
+    def affinity_term_counts(
+        self, kind: str
+    ) -> Mapping[Hashable, tuple[npt.NDArray[np.intp], IntColumn]]:
+        """Existing pods' pod (anti-)affinity terms of one kind (an attribute of PodAffinity:
+        "required", "preferred", "anti_required", "anti_preferred"): each distinct term
+        (a WeightedPodAffinityTerm for the preferred kinds) -> (rows, how many times the pods
+        of that row carry it). The arrays are shared: do not modify them."""
+        found: dict[Hashable, dict[int, int]] = {}
+        for i, info in enumerate(self.infos):
+            for pod in info.pods:
+                if pod.pod_affinity is None:
+                    continue
+                for term in getattr(pod.pod_affinity, kind):
+                    by_row = found.setdefault(term, {})
+                    by_row[i] = by_row.get(i, 0) + 1
+        return {
+            term: (
+                np.fromiter(by_row.keys(), np.intp, len(by_row)),
+                np.fromiter(by_row.values(), np.int64, len(by_row)),
+            )
+            for term, by_row in found.items()
+        }
 
     def rows(self, names: Iterable[str]) -> list[int]:
         return [self.index[name] for name in names if name in self.index]

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.api.labels import LabelSelector, SelectorError
+from scheduler.api.affinity import PodAffinityTerm
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
@@ -63,10 +63,12 @@ def hard_spread_constraints(pod: Pod, _handle: Handle) -> str:
 def pod_affinity_rules(pod: Pod, handle: Handle) -> str:
     """The pod's own required pod (anti-)affinity, or an existing pod's required
     anti-affinity that selects it (symmetry)."""
-    affinity = pod.pod_affinity or {}
-    for kind, what in (("podAffinity", "pod affinity"), ("podAntiAffinity", "pod anti-affinity")):
-        if (affinity.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution"):
-            return f"required {what}"
+    affinity = pod.pod_affinity
+    if affinity is not None:
+        if affinity.required:
+            return "required pod affinity"
+        if affinity.anti_required:
+            return "required pod anti-affinity"
     table = handle.snapshot().table
     if not table.anti_affinity_total:
         return ""
@@ -74,24 +76,17 @@ def pod_affinity_rules(pod: Pod, handle: Handle) -> str:
     for row in rows.tolist():
         for existing in table.infos[row].pods:
             for term in existing.required_anti_affinity_terms:
-                if _term_may_select(term, existing, pod):
+                if _term_may_select(term, pod):
                     return f"an existing pod's required anti-affinity ({existing.key})"
     return ""
 
 
-def _term_may_select(term: Mapping[str, Any], owner: Pod, pod: Pod) -> bool:
-    """Whether an affinity term of `owner` may select `pod`. Errs towards yes: a
-    namespaceSelector (namespace labels are not watched here) and matchLabelKeys are not
-    narrowed, and a selector that does not parse counts as a match."""
-    if "namespaceSelector" not in term:
-        namespaces = term.get("namespaces") or [owner.namespace]
-        if pod.namespace not in namespaces:
-            return False
-    try:
-        selector = LabelSelector.parse(term.get("labelSelector"))
-    except SelectorError:
-        return True
-    return selector is not None and selector.matches(pod.labels)
+def _term_may_select(term: PodAffinityTerm, pod: Pod) -> bool:
+    """Whether an existing pod's affinity term may select `pod`. Errs towards yes: a
+    namespaceSelector is not narrowed (namespace labels are not watched here)."""
+    if pod.namespace not in term.namespaces and term.namespace_selector is None:
+        return False
+    return term.selector is not None and term.selector.matches(pod.labels)
 
 
 #: The framework only reads a Skip status (never mutates it), so one instance serves all.
