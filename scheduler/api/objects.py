@@ -91,6 +91,10 @@ class PodCondition:
     message: str = ""
 
 
+#: Pod.match_key: (namespace, labels, terminating).
+PodMatchKey = tuple[str, frozenset[tuple[str, str]], bool]
+
+
 @dataclass(slots=True, eq=False)
 class Pod:
     """A pod as the scheduler sees it. `requests` and the non-zero values are precomputed."""
@@ -129,6 +133,21 @@ class Pod:
     nominated_node_name: str = ""
     start_time: float | None = None
     conditions: tuple[PodCondition, ...] = ()
+    _match_key: PodMatchKey | None = field(default=None, repr=False)
+
+    @property
+    def match_key(self) -> PodMatchKey:
+        """What label selectors over existing pods can tell apart: namespace, labels and
+        whether the pod is terminating. Pods with equal keys are counted together."""
+        key = self._match_key
+        if key is None:
+            key = (
+                self.namespace,
+                frozenset(self.labels.items()),
+                self.deletion_timestamp is not None,
+            )
+            self._match_key = key
+        return key
 
     @property
     def key(self) -> str:
@@ -156,6 +175,7 @@ class Pod:
 def replace_pod(pod: Pod, **changes: Any) -> Pod:
     """A shallow copy of `pod` with some fields changed (assume, nominate)."""
     clone = copy.copy(pod)
+    clone._match_key = None
     for name, val in changes.items():
         setattr(clone, name, val)
     return clone

@@ -24,6 +24,7 @@ from scheduler.api.labels import (
     parse_go_int,
 )
 from scheduler.api.objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Node, Pod
+from scheduler.framework.pod_index import PodIndex
 from scheduler.framework.types import NodeInfo
 
 IntColumn = npt.NDArray[np.int64]
@@ -60,6 +61,8 @@ class NodeTable:
         self.index = {name: i for i, name in enumerate(self.names)}
         self._labels: _LabelIndex | None = None
         self._images: ImageIndex | None = None
+        self._domains: dict[str, tuple[IntColumn, tuple[str, ...]]] = {}
+        self._pods: PodIndex | None = None
         if previous is None or previous.n == 0:
             source = None
             fresh: Iterable[int] = range(n)
@@ -78,6 +81,8 @@ class NodeTable:
         self.anti_affinity_total = int(self.anti_affinity_pods.sum())
         if previous is not None and previous._images is not None:
             self._take_image_index(previous, previous._images, fresh)
+        if source is not None and previous is not None and previous._pods is not None:
+            self._pods = previous._pods.rebuilt(infos, source, list(fresh))
 
     def _take_image_index(
         self, previous: NodeTable, images: ImageIndex, fresh: Iterable[int]
@@ -100,11 +105,13 @@ class NodeTable:
         """Rewrites row i after its NodeInfo changed."""
         old = self.infos[i]
         self.infos[i] = info
-        if self._labels is not None and (
-            old.node is not info.node
-            and (old.node is None or info.node is None or old.node.labels != info.node.labels)
+        if old.node is not info.node and (
+            old.node is None or info.node is None or old.node.labels != info.node.labels
         ):
             self._labels = None
+            self._domains = {}
+        if self._pods is not None:
+            self._pods.node_changed(i, old, info)
         if self._images is not None:
             self._images.set_node(info.name, old.node, info.node)
         self.anti_affinity_total += info.required_anti_affinity_pods - int(
@@ -174,28 +181,30 @@ class NodeTable:
 
     def topology_domains(self, key: str) -> tuple[IntColumn, tuple[str, ...]]:
         """The topology domains of node label `key`: per row, the index in the returned values
-        of the node's value for the label; -1 where the node lacks it (or is gone)."""
-        values: dict[str, int] = {}
-        ids: IntColumn = np.full(self.n, -1, np.int64)
-        for i, info in enumerate(self.infos):
-            if info.node is None:
-                continue
-            value = info.node.labels.get(key)
-            if value is not None:
-                ids[i] = values.setdefault(value, len(values))
-        return ids, tuple(values)
+        of the node's value for the label; -1 where the node lacks it (or is gone). Every
+        returned value is some row's. Shared: do not modify."""
+        found = self._domains.get(key)
+        if found is None:
+            values: dict[str, int] = {}
+            ids: IntColumn = np.full(self.n, -1, np.int64)
+            for i, info in enumerate(self.infos):
+                if info.node is not None:
+                    value = info.node.labels.get(key)
+                    if value is not None:
+                        ids[i] = values.setdefault(value, len(values))
+            ids.flags.writeable = False
+            found = self._domains[key] = (ids, tuple(values))
+        return found
 
     def pod_counts(self, key: Hashable, matches: Callable[[Pod], bool]) -> IntColumn:
         """Per row, how many of the node's pods (assumed ones included) satisfy `matches`.
 
         `matches` may read only a pod's namespace, labels and whether it is terminating
         (deletion_timestamp set), and `key` must name it: the same key always means the same
-        predicate, so the counts can be kept per key. The result is shared: do not modify it.
+        predicate, so the counts are kept per key and corrected node by node as pods come and
+        go. The result is shared and read-only.
         """
-        counts: IntColumn = np.zeros(self.n, np.int64)
-        for i, info in enumerate(self.infos):
-            counts[i] = sum(1 for pod in info.pods if matches(pod))
-        return counts
+        return self._pod_index().pod_counts(key, matches)
 
     def affinity_term_counts(
         self, kind: str
@@ -204,21 +213,12 @@ class NodeTable:
         "required", "preferred", "anti_required", "anti_preferred"): each distinct term
         (a WeightedPodAffinityTerm for the preferred kinds) -> (rows, how many times the pods
         of that row carry it). The arrays are shared: do not modify them."""
-        found: dict[Hashable, dict[int, int]] = {}
-        for i, info in enumerate(self.infos):
-            for pod in info.pods:
-                if pod.pod_affinity is None:
-                    continue
-                for term in getattr(pod.pod_affinity, kind):
-                    by_row = found.setdefault(term, {})
-                    by_row[i] = by_row.get(i, 0) + 1
-        return {
-            term: (
-                np.fromiter(by_row.keys(), np.intp, len(by_row)),
-                np.fromiter(by_row.values(), np.int64, len(by_row)),
-            )
-            for term, by_row in found.items()
-        }
+        return self._pod_index().affinity_term_counts(kind)
+
+    def _pod_index(self) -> PodIndex:
+        if self._pods is None:
+            self._pods = PodIndex(self.infos)
+        return self._pods
 
     def rows(self, names: Iterable[str]) -> list[int]:
         return [self.index[name] for name in names if name in self.index]

@@ -5,13 +5,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from scheduler.api.objects import Node, Pod
+from scheduler.api.objects import Node, Pod, PodMatchKey
 from scheduler.api.resources import Resource
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.status import Code, Status
 
 _generation = itertools.count(1)
+K = TypeVar("K")
 
 
 def next_generation() -> int:
@@ -84,10 +86,12 @@ class NodeInfo:
     """
 
     __slots__ = (
+        "affinity_terms",
         "allocatable",
         "generation",
         "node",
         "non_zero_requested",
+        "pod_groups",
         "pods",
         "requested",
         "required_anti_affinity_pods",
@@ -104,6 +108,10 @@ class NodeInfo:
         #: Pods here with required pod anti-affinity (kube-scheduler's
         #: PodsWithRequiredAntiAffinity, counted): they may forbid incoming pods elsewhere too.
         self.required_anti_affinity_pods = 0
+        #: Pods here by Pod.match_key, counted: what NodeTable.pod_counts sums per row.
+        self.pod_groups: dict[PodMatchKey, int] = {}
+        #: The pod (anti-)affinity terms of pods here, (kind, term) -> count.
+        self.affinity_terms: dict[tuple[str, object], int] = {}
         self.generation = next_generation()
 
     @property
@@ -144,8 +152,14 @@ class NodeInfo:
                 self.used_ports.add(port.ip, port.protocol, port.port)
             else:
                 self.used_ports.remove(port.ip, port.protocol, port.port)
-        if pod.pod_affinity is not None and pod.required_anti_affinity_terms:
-            self.required_anti_affinity_pods += sign
+        _count(self.pod_groups, pod.match_key, sign)
+        affinity = pod.pod_affinity
+        if affinity is not None:
+            if affinity.anti_required:
+                self.required_anti_affinity_pods += sign
+            for kind in AFFINITY_KINDS:
+                for term in getattr(affinity, kind):
+                    _count(self.affinity_terms, (kind, term), sign)
         self.generation = next_generation()
 
     def snapshot(self) -> NodeInfo:
@@ -158,11 +172,25 @@ class NodeInfo:
         copy.allocatable = self.allocatable
         copy.used_ports = self.used_ports.clone()
         copy.required_anti_affinity_pods = self.required_anti_affinity_pods
+        copy.pod_groups = dict(self.pod_groups)
+        copy.affinity_terms = dict(self.affinity_terms)
         copy.generation = self.generation
         return copy
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name!r}, pods={len(self.pods)}, requested={self.requested!r})"
+
+
+#: The term lists of PodAffinity, as NodeTable.affinity_term_counts names them.
+AFFINITY_KINDS = ("required", "preferred", "anti_required", "anti_preferred")
+
+
+def _count(counts: dict[K, int], key: K, sign: int) -> None:
+    value = counts.get(key, 0) + sign
+    if value:
+        counts[key] = value
+    else:
+        counts.pop(key, None)
 
 
 @dataclass(slots=True, eq=False)
