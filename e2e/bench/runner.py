@@ -32,7 +32,15 @@ from e2e.bench.measure import (
 )
 from e2e.bench.rest import CreateError, RestClient
 from e2e.bench.schedulers import running_scheduler, scheduler_config
-from e2e.bench.workload import PRIORITY_CLASSES, NodeTemplate, PodTemplate, Size, Workload
+from e2e.bench.workload import (
+    PRIORITY_CLASSES,
+    NodeTemplate,
+    PodTemplate,
+    Size,
+    Workload,
+    replica_set_manifest,
+    service_manifest,
+)
 from e2e.cluster import ControlPlane, NotReadyError, wait_for
 
 CREATE_THREADS = 24
@@ -42,6 +50,10 @@ DELETE_RETRY_SECONDS = 30.0
 NODE_READY_SECONDS_EACH = 0.15
 LEAD_IN_ROUNDS = 3
 WARMUP = PodTemplate(requests={"cpu": "1m", "memory": "1Mi"})
+
+
+#: The name of the measured pods' ReplicaSet and Service (when the workload has them).
+MEASURED_OWNER = "measured"
 
 
 def parallel(
@@ -162,6 +174,7 @@ class Run:
         with self._phase("setup"):
             self._wait_default_service_account()
             self.create_nodes(range(self.size.nodes))
+            self.create_service()
             self.create_init_pods()
         if self.backlog:
             return self._execute_backlog()
@@ -193,6 +206,11 @@ class Run:
         """Backlog mode: every measured pod exists before the scheduler starts, so the API
         server's create rate no longer paces the run; throughput is the drain rate from the
         first binding to the last (latency is not meaningful here and is left out)."""
+        if self.workload.owner:
+            raise ValueError(
+                f"{self.workload.name}: backlog mode creates the measured pods itself; this "
+                f"workload has them created by a {self.workload.owner}"
+            )
         watcher = PodWatcher(self.api(), self.namespace).start()
         names = [f"pod-{i}" for i in range(self.size.measured_pods)]
         try:
@@ -277,7 +295,10 @@ class Run:
             pids = self._pids(pid)
             usage_before, cpu_before = process_usage(pid), cpu_snapshot(pids)
             start = time.monotonic()
-            parallel(lambda name: self.create_pod(self.workload.measured.manifest(name)), names)
+            if self.workload.owner:
+                names = self._create_through_replica_set(watcher)
+            else:
+                parallel(lambda name: self.create_pod(self.workload.measured.manifest(name)), names)
             created_seconds = time.monotonic() - start
             self._wait_bound(watcher, set(names))
             usage_after, cpu_after = process_usage(pid), cpu_snapshot(pids)
@@ -311,6 +332,27 @@ class Run:
 
         with suppress(NotReadyError):
             wait_for(all_bound, timeout=self.deadline, what="the measured pods", interval=0.2)
+
+    def _create_through_replica_set(self, watcher: PodWatcher) -> list[str]:
+        """Creates the measured pods' ReplicaSet; returns their names once the watch has seen
+        all of them (kube-controller-manager names them)."""
+        count = self.size.measured_pods
+        self.rest.create(
+            f"/apis/apps/v1/namespaces/{self.namespace}/replicasets",
+            replica_set_manifest(MEASURED_OWNER, self.workload.measured, count),
+        )
+        prefix = f"{MEASURED_OWNER}-"
+
+        def seen() -> list[str]:
+            return [n for n in watcher.snapshot().created if n.startswith(prefix)]
+
+        wait_for(
+            lambda: len(seen()) >= count or f"{len(seen())}/{count} created",
+            timeout=self.deadline,
+            what=f"the pods of ReplicaSet {MEASURED_OWNER}",
+            interval=0.2,
+        )
+        return seen()
 
     # --- cluster objects --------------------------------------------------------------------
 
@@ -349,6 +391,13 @@ class Run:
         # kwok marks ~10-30 nodes Ready per second on two busy cores: 5000 nodes can take minutes.
         timeout = max(300.0, NODE_READY_SECONDS_EACH * count)
         wait_for(ready, timeout=timeout, what="the run's nodes to be Ready", interval=1.0)
+
+    def create_service(self) -> None:
+        if self.workload.service:
+            self.rest.create(
+                f"/api/v1/namespaces/{self.namespace}/services",
+                service_manifest(MEASURED_OWNER, self.workload.measured),
+            )
 
     def create_init_pods(self) -> None:
         """Init pods placed round-robin over the nodes, as if scheduled before the run."""
@@ -424,6 +473,11 @@ class Run:
         for a later run's scheduler to see.
         """
         api = self.api()
+        if self.workload.owner:  # or it would recreate the pods deleted next
+            with suppress(ApiException, HTTPError):
+                k8s.AppsV1Api(api.api_client).delete_namespaced_replica_set(
+                    MEASURED_OWNER, self.namespace, propagation_policy="Orphan"
+                )
         self._delete_pods(api)
         with suppress(ApiException, HTTPError):
             api.delete_namespace(self.namespace, grace_period_seconds=0)

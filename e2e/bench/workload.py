@@ -125,6 +125,10 @@ class Workload:
     background: Arrivals | None = None
     churn: Arrivals | None = None
     requires: tuple[str, ...] = ()  # plugins beyond kube-pysched's current set the workload needs
+    # ReplicaSet: the measured pods are created by one ReplicaSet (kube-controller-manager),
+    # not by the harness; service: a Service selects them. Both feed default spreading.
+    owner: str = ""
+    service: bool = False
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any]) -> Workload:
@@ -145,7 +149,37 @@ class Workload:
             background=Arrivals.parse(doc.get("background")),
             churn=Arrivals.parse(doc.get("churn")),
             requires=tuple(doc.get("requires", ())),
+            owner=str(doc.get("measuredPods", {}).get("owner", "")),
+            service=bool(doc.get("measuredPods", {}).get("service", False)),
         )
+
+
+def replica_set_manifest(name: str, template: PodTemplate, replicas: int) -> dict[str, Any]:
+    """A ReplicaSet whose pods are `template`'s, selected by its labels."""
+    pod = template.manifest("unused")
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": dict(template.labels)},
+            "template": {"metadata": {"labels": dict(template.labels)}, "spec": pod["spec"]},
+        },
+    }
+
+
+def service_manifest(name: str, template: PodTemplate) -> dict[str, Any]:
+    """A ClusterIP Service selecting `template`'s pods (scheduler_perf's service.yaml)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": dict(template.labels),
+            "ports": [{"protocol": "TCP", "port": 80, "targetPort": 8000}],
+        },
+    }
 
 
 def load_workloads(directory: Path = WORKLOADS_DIR) -> dict[str, Workload]:
@@ -155,6 +189,10 @@ def load_workloads(directory: Path = WORKLOADS_DIR) -> dict[str, Workload]:
         workload = Workload.parse(yaml.safe_load(path.read_text()))
         if workload.name != path.stem:
             raise ValueError(f"{path}: name {workload.name!r} differs from the file name")
+        if workload.owner not in ("", "ReplicaSet"):
+            raise ValueError(f"{path}: measuredPods.owner {workload.owner!r}: only ReplicaSet")
+        if (workload.owner or workload.service) and not workload.measured.labels:
+            raise ValueError(f"{path}: an owner or a service needs measured pod labels")
         workloads[workload.name] = workload
     return workloads
 
@@ -165,6 +203,11 @@ DEFAULT_ORDER = (
     "SchedulingNodeAffinity",
     "SchedulingPodAntiAffinity",
     "TopologySpreading",
+    "SchedulingPodAffinity",
+    "SchedulingPreferredPodAffinity",
+    "SchedulingPreferredPodAntiAffinity",
+    "PreferredTopologySpreading",
+    "DefaultTopologySpreading",
     "Unschedulable",
     "PreemptionBasic",
     "PreemptionAsync",
