@@ -19,16 +19,18 @@ from e2e.pysched import Pysched, metric_value
 from e2e.workload import pod_manifest, pod_scheduled_condition
 
 NAMESPACE = "demo"
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
 
 NODES: list[dict[str, Any]] = [
-    {"name": "kwok-small-a", "cpu": "2", "memory": "4Gi", "labels": {"zone": "a"}},
-    {"name": "kwok-small-b", "cpu": "2", "memory": "4Gi", "labels": {"zone": "b"}},
-    {"name": "kwok-large-a", "cpu": "16", "memory": "64Gi", "labels": {"zone": "a", "disk": "ssd"}},
+    {"name": "kwok-small-a", "cpu": "2", "memory": "4Gi", "labels": {ZONE: "a"}},
+    {"name": "kwok-small-b", "cpu": "2", "memory": "4Gi", "labels": {ZONE: "b"}},
+    {"name": "kwok-large-a", "cpu": "16", "memory": "64Gi", "labels": {ZONE: "a", "disk": "ssd"}},
     {
         "name": "kwok-gpu-b",
         "cpu": "8",
         "memory": "32Gi",
-        "labels": {"zone": "b", "accelerator": "gpu"},
+        "labels": {ZONE: "b", "accelerator": "gpu"},
         "taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
     },
 ]
@@ -36,9 +38,46 @@ NODES: list[dict[str, Any]] = [
 GPU_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
 
 
+WEB_REPLICAS = 8
+
+
+def web_objects() -> tuple[dict[str, Any], dict[str, Any]]:
+    """A Deployment of 8 and the Service in front of it: no constraint of their own, spread over
+    nodes and zones by PodTopologySpread's system default constraints, as kube-scheduler does."""
+    labels = {"app": "web"}
+    template = pod_manifest("unused", cpu="250m", memory="256Mi", labels=labels)
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": WEB_REPLICAS,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": template["spec"]},
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web"},
+        "spec": {"selector": labels, "ports": [{"port": 80, "targetPort": 8080}]},
+    }
+    return deployment, service
+
+
+def one_per_node(name: str) -> dict[str, Any]:
+    """A `cache` replica: required anti-affinity keeps two of them off the same node."""
+    term = {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": HOSTNAME}
+    return pod_manifest(
+        name,
+        labels={"app": "cache"},
+        affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    )
+
+
 def workload() -> list[dict[str, Any]]:
-    """A mix that exercises resources, selectors, taints, host ports and gates."""
-    pods = [pod_manifest(f"web-{i}", cpu="250m", memory="256Mi") for i in range(8)]
+    """A mix that exercises resources, selectors, taints, host ports, gates and affinity."""
+    pods = [one_per_node(f"cache-{i}") for i in range(4)]
     pods += [
         pod_manifest("db-ssd", cpu="2", memory="8Gi", node_selector={"disk": "ssd"}),
         pod_manifest(
@@ -50,7 +89,7 @@ def workload() -> list[dict[str, Any]]:
         ),
         pod_manifest("ingress-1", host_port=8080),
         pod_manifest("ingress-2", host_port=8080),
-        pod_manifest("zone-b-cache", cpu="500m", node_selector={"zone": "b"}),
+        pod_manifest("zone-b-cache", cpu="500m", node_selector={ZONE: "b"}),
         pod_manifest("too-big", cpu="64", memory="1Gi"),
         pod_manifest("needs-gpu-no-toleration", node_selector={"accelerator": "gpu"}),
         pod_manifest("gated", scheduling_gates=["example.com/approval"]),
@@ -58,15 +97,18 @@ def workload() -> list[dict[str, Any]]:
     return pods
 
 
-def wait_settled(core: k8s.CoreV1Api, names: list[str], timeout: float = 60.0) -> None:
-    """Every pod is bound, or has a PodScheduled condition, or is gated."""
+def wait_settled(core: k8s.CoreV1Api, count: int, timeout: float = 60.0) -> None:
+    """`count` pods exist, and every one is bound, or has a PodScheduled condition, or is gated."""
 
     def settled() -> bool | str:
+        pods = core.list_namespaced_pod(NAMESPACE).items
         waiting = []
-        for pod in core.list_namespaced_pod(NAMESPACE).items:
+        for pod in pods:
             cond = pod_scheduled_condition(pod)
             if not pod.spec.node_name and cond is None:
                 waiting.append(pod.metadata.name)
+        if len(pods) < count:
+            return f"{len(pods)}/{count} pods created"
         return not waiting or f"waiting for {', '.join(sorted(waiting))}"
 
     wait_for(settled, timeout=timeout, what="the demo workload to settle")
@@ -83,6 +125,21 @@ def print_table(core: k8s.CoreV1Api) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
+
+
+def print_spread(core: k8s.CoreV1Api) -> None:
+    """Where the Deployment's replicas went, per node and per zone."""
+    zone_of = {n["name"]: n["labels"][ZONE] for n in NODES}
+    per_node: dict[str, int] = {}
+    for pod in core.list_namespaced_pod(NAMESPACE, label_selector="app=web").items:
+        if pod.spec.node_name:
+            per_node[pod.spec.node_name] = per_node.get(pod.spec.node_name, 0) + 1
+    per_zone: dict[str, int] = {}
+    for node, count in per_node.items():
+        per_zone[zone_of[node]] = per_zone.get(zone_of[node], 0) + count
+    nodes = ", ".join(f"{n}={c}" for n, c in sorted(per_node.items()))
+    zones = ", ".join(f"{z}={c}" for z, c in sorted(per_zone.items()))
+    print(f"Deployment web ({WEB_REPLICAS} replicas) per node: {nodes}; per zone: {zones}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,13 +163,18 @@ def main(argv: list[str] | None = None) -> int:
                 timeout=60,
                 what="the demo namespace's default ServiceAccount",
             )
+            deployment, service = web_objects()
+            core.create_namespaced_service(NAMESPACE, service)
+            k8s.AppsV1Api(core.api_client).create_namespaced_deployment(NAMESPACE, deployment)
             pods = workload()
             for body in pods:
                 core.create_namespaced_pod(NAMESPACE, body)
-            wait_settled(core, [p["metadata"]["name"] for p in pods])
+            wait_settled(core, len(pods) + WEB_REPLICAS)
             time.sleep(1.0)  # demo output only: let kwok report the phase of the last pods
             print()
             print_table(core)
+            print()
+            print_spread(core)
             text = sched.metrics()
             print()
             for result in ("scheduled", "unschedulable", "error"):
