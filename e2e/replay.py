@@ -1,6 +1,7 @@
 """kube-pysched's decision for one pod on a given cluster state, computed in process.
 
-The comparison test replays kube-scheduler's decisions through kube-pysched's algorithm (the
+The comparison tests create pods one at a time on the live cluster (`run_sequentially`), then
+replay kube-scheduler's decisions through kube-pysched's algorithm (the
 default profile, the in-tree plugins) on exactly the state kube-scheduler saw, so every
 decision is checked individually and ties (several best nodes) are visible.
 """
@@ -11,7 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from kubernetes import client as k8s
 
+from e2e.cluster import wait_for
+from e2e.workload import pod_scheduled_condition
 from scheduler.algorithm import SchedulingAlgorithm
 from scheduler.api.objects import replace_pod
 from scheduler.api.parse import parse_node, parse_pod
@@ -23,6 +27,72 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework, FrameworkServices
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import FakeApi, FakeRecorder
+
+
+def run_sequentially(
+    core: k8s.CoreV1Api,
+    namespace: str,
+    bodies: list[dict[str, Any]],
+    messages: dict[str, str] | None = None,
+) -> dict[str, str | None]:
+    """Creates the pods one by one, each after the previous one was decided; returns pod ->
+    node (None when unschedulable), and fills `messages` with the unschedulable pods'
+    PodScheduled messages."""
+    placements: dict[str, str | None] = {}
+    for body in bodies:
+        name = body["metadata"]["name"]
+        core.create_namespaced_pod(namespace, body)
+
+        def decided(name: str = name) -> bool | str:
+            pod = core.read_namespaced_pod(name, namespace)
+            if pod.spec.node_name:
+                placements[name] = pod.spec.node_name
+                return True
+            cond = pod_scheduled_condition(pod)
+            if cond is not None and cond.status == "False":
+                placements[name] = None
+                if messages is not None:
+                    messages[name] = cond.message or ""
+                return True
+            return f"{name} undecided"
+
+        wait_for(decided, timeout=60, what=f"a decision for {name}")
+    return placements
+
+
+def delete_all(core: k8s.CoreV1Api, namespace: str) -> None:
+    core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    wait_for(
+        lambda: not core.list_namespaced_pod(namespace).items or "pods remain",
+        timeout=60,
+        what="all pods gone",
+    )
+
+
+def as_json(api: k8s.ApiClient, obj: Any) -> dict[str, Any]:
+    return api.sanitize_for_serialization(obj)  # type: ignore[no-any-return]
+
+
+def replay(
+    core: k8s.CoreV1Api, namespace: str, group: str, reference: dict[str, str | None]
+) -> int | None:
+    """Checks each reference decision against kube-pysched's; returns the first tie's index."""
+    api = core.api_client
+    nodes = [as_json(api, n) for n in core.list_node(label_selector=f"g={group}").items]
+    pods = {p.metadata.name: as_json(api, p) for p in core.list_namespaced_pod(namespace).items}
+    replayer = Replayer()
+    placed: list[tuple[dict[str, Any], str]] = []
+    first_tie = None
+    for i, (name, node) in enumerate(reference.items()):
+        decision = replayer.decide(nodes, placed, pods[name])
+        if node is None:
+            assert not decision.best, f"{name}: kube-scheduler found no node, we found {decision}"
+            continue
+        assert node in decision.best, f"{name}: kube-scheduler chose {node}, ours: {decision}"
+        if len(decision.best) > 1 and first_tie is None:
+            first_tie = i
+        placed.append((pods[name], node))
+    return first_tie
 
 
 @dataclass(frozen=True)

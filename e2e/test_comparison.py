@@ -17,11 +17,10 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from e2e.cluster import wait_for
 from e2e.cluster.nodes import NodeFactory
-from e2e.replay import Replayer
+from e2e.replay import delete_all, replay, run_sequentially
 from e2e.test_scheduling import Factory, profile_config, unique
-from e2e.workload import pod_manifest, pod_scheduled_condition
+from e2e.workload import pod_manifest
 
 NODE_SIZES = [
     ("2", "4Gi"),
@@ -56,65 +55,6 @@ def workload(group: str, scheduler_name: str) -> list[dict[str, Any]]:
         pod_manifest("huge", scheduler_name=scheduler_name, cpu="20", node_selector={"g": group}),
     )
     return pods
-
-
-def run_sequentially(
-    core: k8s.CoreV1Api, namespace: str, bodies: list[dict[str, Any]]
-) -> dict[str, str | None]:
-    """Creates the pods one by one; returns pod -> node (None when unschedulable)."""
-    placements: dict[str, str | None] = {}
-    for body in bodies:
-        name = body["metadata"]["name"]
-        core.create_namespaced_pod(namespace, body)
-
-        def decided(name: str = name) -> bool | str:
-            pod = core.read_namespaced_pod(name, namespace)
-            if pod.spec.node_name:
-                placements[name] = pod.spec.node_name
-                return True
-            cond = pod_scheduled_condition(pod)
-            if cond is not None and cond.status == "False":
-                placements[name] = None
-                return True
-            return f"{name} undecided"
-
-        wait_for(decided, timeout=60, what=f"a decision for {name}")
-    return placements
-
-
-def delete_all(core: k8s.CoreV1Api, namespace: str) -> None:
-    core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
-    wait_for(
-        lambda: not core.list_namespaced_pod(namespace).items or "pods remain",
-        timeout=60,
-        what="all pods gone",
-    )
-
-
-def as_json(api: k8s.ApiClient, obj: Any) -> dict[str, Any]:
-    return api.sanitize_for_serialization(obj)  # type: ignore[no-any-return]
-
-
-def replay(
-    core: k8s.CoreV1Api, namespace: str, group: str, reference: dict[str, str | None]
-) -> int | None:
-    """Checks each reference decision against kube-pysched's; returns the first tie's index."""
-    api = core.api_client
-    nodes = [as_json(api, n) for n in core.list_node(label_selector=f"g={group}").items]
-    pods = {p.metadata.name: as_json(api, p) for p in core.list_namespaced_pod(namespace).items}
-    replayer = Replayer()
-    placed: list[tuple[dict[str, Any], str]] = []
-    first_tie = None
-    for i, (name, node) in enumerate(reference.items()):
-        decision = replayer.decide(nodes, placed, pods[name])
-        if node is None:
-            assert not decision.best, f"{name}: kube-scheduler found no node, we found {decision}"
-            continue
-        assert node in decision.best, f"{name}: kube-scheduler chose {node}, ours: {decision}"
-        if len(decision.best) > 1 and first_tie is None:
-            first_tie = i
-        placed.append((pods[name], node))
-    return first_tie
 
 
 def test_same_decisions_as_kube_scheduler(
