@@ -160,14 +160,15 @@ def pysched(
 ) -> Iterator[Callable[..., Pysched]]:
     """Factory starting kube-pysched processes (stopped after the test; logs shown on failure).
 
-    ``pysched(config=None, name=...)``: each test passes its own profile schedulerName so that
-    concurrent or leftover pods of other tests are never its business.
+    ``pysched(config=None, name=..., kubeconfig=...)``: each test passes its own profile
+    schedulerName so that concurrent or leftover pods of other tests are never its business.
     """
     started: list[Pysched] = []
 
     def start(config: dict[str, Any] | None = None, **kwargs: Any) -> Pysched:
         name = kwargs.pop("name", f"kube-pysched-{len(started) + 1}")
-        proc = Pysched(cluster.kubeconfig, config, workdir=tmp_path, name=name, **kwargs)
+        kubeconfig = kwargs.pop("kubeconfig", cluster.kubeconfig)
+        proc = Pysched(kubeconfig, config, workdir=tmp_path, name=name, **kwargs)
         started.append(proc)
         return proc.start()
 

@@ -90,6 +90,12 @@ class Scheduler:
         self.schedule_one_pod.schedule(pinfo)
         return True
 
+    def halt(self) -> None:
+        """Stops popping pods at once, from any thread (the loop ends after the cycle under
+        way); `stop` then finishes the shutdown."""
+        self._stop.set()
+        self.queue.close()
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stops the loop, lets running bindings finish, closes the plugins, drains the API
         dispatcher."""

@@ -144,3 +144,25 @@ def test_a_taken_port_fails_at_construction() -> None:
             HealthServer("127.0.0.1", srv.port, readiness=list, configz=dict)
     finally:
         srv.stop()
+
+
+def test_livez_and_healthz_fail_with_a_failing_liveness_check() -> None:
+    alive = {"leaderElection": True}
+    srv = HealthServer(
+        "127.0.0.1",
+        0,
+        readiness=list,
+        liveness=lambda: [("ping", True), *alive.items()],
+        configz=dict,
+    )
+    srv.start()
+    try:
+        assert get(srv, "/livez")[:2] == (200, b"ok")
+        alive["leaderElection"] = False
+        for path in ("/livez", "/healthz"):
+            status, body, _ = get(srv, path)
+            assert status == 500
+            assert "[-]leaderElection failed" in body.decode().splitlines()
+        assert get(srv, "/readyz")[0] == 200  # readiness does not include it
+    finally:
+        srv.stop()

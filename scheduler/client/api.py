@@ -110,18 +110,21 @@ class KubeApi:
 
     # --- leases -----------------------------------------------------------------------------
 
-    def get_lease(self, namespace: str, name: str, *, timeout: float | None = None) -> Json:
-        result: Json = self.rest.get(lease_path(namespace, name), timeout=timeout)
+    # `within` bounds each lease call as a whole, retries included: leader election must know
+    # by its renew deadline whether it still leads.
+
+    def get_lease(self, namespace: str, name: str, *, within: float | None = None) -> Json:
+        result: Json = self.rest.get(lease_path(namespace, name), within=within)
         return result
 
-    def create_lease(self, namespace: str, lease: Json, *, timeout: float | None = None) -> Json:
-        result: Json = self.rest.post(lease_path(namespace), lease, timeout=timeout)
+    def create_lease(self, namespace: str, lease: Json, *, within: float | None = None) -> Json:
+        result: Json = self.rest.post(lease_path(namespace), lease, within=within)
         return result
 
-    def update_lease(self, namespace: str, lease: Json, *, timeout: float | None = None) -> Json:
+    def update_lease(self, namespace: str, lease: Json, *, within: float | None = None) -> Json:
         """PUT of the whole object; its metadata.resourceVersion makes it conditional."""
         name = lease["metadata"]["name"]
-        result: Json = self.rest.put(lease_path(namespace, name), lease, timeout=timeout)
+        result: Json = self.rest.put(lease_path(namespace, name), lease, within=within)
         return result
 
     # --- events -----------------------------------------------------------------------------

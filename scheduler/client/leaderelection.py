@@ -29,6 +29,8 @@ log = structlog.get_logger(__name__)
 
 
 JITTER_FACTOR = 1.2
+#: kube-scheduler's leader-election health check timeout (HealthzAdaptor(20 s)).
+HEALTH_TOLERANCE = 20.0
 
 
 class LeaseEventRecorder(Protocol):
@@ -46,15 +48,11 @@ class LeaseEventRecorder(Protocol):
 class LeaseClient(Protocol):
     """The lease calls of scheduler.client.api.KubeApi."""
 
-    def get_lease(self, namespace: str, name: str, *, timeout: float | None = None) -> Json: ...
+    def get_lease(self, namespace: str, name: str, *, within: float | None = None) -> Json: ...
 
-    def create_lease(
-        self, namespace: str, lease: Json, *, timeout: float | None = None
-    ) -> Json: ...
+    def create_lease(self, namespace: str, lease: Json, *, within: float | None = None) -> Json: ...
 
-    def update_lease(
-        self, namespace: str, lease: Json, *, timeout: float | None = None
-    ) -> Json: ...
+    def update_lease(self, namespace: str, lease: Json, *, within: float | None = None) -> Json: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +134,12 @@ class LeaderElector:
     """Runs the election on its own thread (`start`) or the caller's (`run`).
 
     `on_started_leading` runs on a thread of its own (it may block, e.g. run the scheduler);
-    `on_stopped_leading` runs on the elector's thread when `run` ends - after losing the lease,
-    after `stop()`, or (as in client-go) even if leadership was never acquired. With an
+    `fence` runs on the elector's thread the moment leading ends (a renewal missed its
+    deadline, or `stop()`), before the lease is released: whatever it stops can no longer act
+    as the leader while the release, which may itself wait up to `renew_deadline` on a
+    partitioned API server, is still going on. `on_stopped_leading` runs on the elector's thread
+    when `run` ends - after losing the lease, after `stop()`, or (as in client-go) even if
+    leadership was never acquired. With an
     `event_recorder`, "became leader" / "stopped leading" events are recorded on the Lease, as
     client-go's LeaseLock does.
     """
@@ -150,6 +152,7 @@ class LeaderElector:
         on_started_leading: Callable[[], None],
         on_stopped_leading: Callable[[], None],
         on_new_leader: Callable[[str], None] | None = None,
+        fence: Callable[[], None] | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
         event_recorder: LeaseEventRecorder | None = None,
@@ -161,6 +164,7 @@ class LeaderElector:
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading
         self.on_new_leader = on_new_leader
+        self.fence = fence
         self._clock = clock or RealClock()
         self._rng = rng or random.Random()
         self._stopped = threading.Event()
@@ -183,6 +187,15 @@ class LeaderElector:
     def is_leader(self) -> bool:
         with self._lock:
             return self._observed.holder_identity == self.config.identity
+
+    def healthy(self, tolerance: float = HEALTH_TOLERANCE) -> bool:
+        """client-go's HealthzAdaptor: failing only while we believe we lead but have not
+        renewed for longer than the lease plus `tolerance` (a stuck elector)."""
+        with self._lock:
+            if self._observed.holder_identity != self.config.identity:
+                return True
+            renewed = self._observed_time
+        return self._clock.monotonic() <= renewed + self.config.lease_duration + tolerance
 
     def leader(self) -> str:
         """The holder we last observed ("" if none)."""
@@ -226,8 +239,9 @@ class LeaderElector:
             try:
                 self._renew()
             finally:
+                self._status.set(0)
+                _call(self.fence)
                 self._record_event("stopped leading")
-            self._status.set(0)
             if self.config.release_on_cancel:
                 self._release()
         finally:
@@ -236,7 +250,9 @@ class LeaderElector:
     def _acquire(self) -> bool:
         log.info("attempting to acquire leader lease", lock=self.describe)
         while not self._stopped.is_set():
-            acquired = self.try_acquire_or_renew(self.config.renew_deadline)
+            acquired = self.try_acquire_or_renew(
+                self._clock.monotonic() + self.config.renew_deadline
+            )
             self._maybe_report_transition()
             if acquired:
                 log.info("successfully acquired lease", lock=self.describe)
@@ -255,7 +271,7 @@ class LeaderElector:
                 remaining = deadline - self._clock.monotonic()
                 if remaining <= 0:
                     break
-                if self.try_acquire_or_renew(remaining):
+                if self.try_acquire_or_renew(deadline):
                     renewed = True
                     break
                 remaining = deadline - self._clock.monotonic()
@@ -279,15 +295,22 @@ class LeaderElector:
             renew_time=now,
         )
 
-    def _update(self, record: LeaderElectionRecord, timeout: float) -> None:
+    def _left(self, deadline: float) -> float:
+        """What is left until `deadline` for one API call (a call is never given nothing)."""
+        return max(0.001, deadline - self._clock.monotonic())
+
+    def _update(self, record: LeaderElectionRecord, deadline: float) -> None:
         if self._lease is None:
             raise RuntimeError("lease not initialized, get or create it first")
         lease = dict(self._lease)
         lease["spec"] = record.to_spec()
-        self._lease = self.api.update_lease(self.config.namespace, lease, timeout=timeout)
+        self._lease = self.api.update_lease(
+            self.config.namespace, lease, within=self._left(deadline)
+        )
 
-    def try_acquire_or_renew(self, timeout: float) -> bool:
-        """One attempt to become or stay the holder; True if we hold the lease now."""
+    def try_acquire_or_renew(self, deadline: float) -> bool:
+        """One attempt to become or stay the holder, over by `deadline` (our clock's
+        monotonic time) whatever the API server does; True if we hold the lease now."""
         cfg = self.config
         now = micro_time(self._clock.now())
         record = self._new_record(now)
@@ -298,7 +321,7 @@ class LeaderElector:
                 observed = self._observed
             record = _with_history(record, observed)
             try:
-                self._update(record, timeout)
+                self._update(record, deadline)
                 self._set_observed(record)
                 return True
             except (ApiError, ApiConnectionError) as err:
@@ -307,7 +330,7 @@ class LeaderElector:
                 )
 
         try:
-            lease = self.api.get_lease(cfg.namespace, cfg.name, timeout=timeout)
+            lease = self.api.get_lease(cfg.namespace, cfg.name, within=self._left(deadline))
         except ApiError as err:
             if not err.not_found:
                 log.error("error retrieving lease lock", lock=self.describe, error=str(err))
@@ -319,7 +342,9 @@ class LeaderElector:
                     "metadata": {"name": cfg.name, "namespace": cfg.namespace},
                     "spec": record.to_spec(),
                 }
-                self._lease = self.api.create_lease(cfg.namespace, body, timeout=timeout)
+                self._lease = self.api.create_lease(
+                    cfg.namespace, body, within=self._left(deadline)
+                )
             except (ApiError, ApiConnectionError) as create_err:
                 log.error("error creating lease lock", lock=self.describe, error=str(create_err))
                 return False
@@ -344,7 +369,7 @@ class LeaderElector:
         else:
             record = _with_history(record, old, transition=True)
         try:
-            self._update(record, timeout)
+            self._update(record, deadline)
         except (ApiError, ApiConnectionError) as err:
             log.error("failed to update lease", lock=self.describe, error=str(err))
             return False
@@ -353,8 +378,9 @@ class LeaderElector:
 
     def _release(self, attempts: int = 5) -> bool:
         cfg = self.config
+        deadline = self._clock.monotonic() + cfg.renew_deadline
         try:
-            lease = self.api.get_lease(cfg.namespace, cfg.name, timeout=cfg.renew_deadline)
+            lease = self.api.get_lease(cfg.namespace, cfg.name, within=self._left(deadline))
         except (ApiError, ApiConnectionError) as err:
             log.error("error retrieving lease lock for release", lock=self.describe, error=str(err))
             return False
@@ -371,7 +397,7 @@ class LeaderElector:
             leader_transitions=old.leader_transitions,
         )
         try:
-            self._update(record, cfg.renew_deadline)
+            self._update(record, deadline)
         except ApiError as err:
             if err.conflict and attempts > 1:
                 return self._release(attempts - 1)

@@ -80,6 +80,17 @@ def _retry_after(resp: Response | StreamResponse) -> float | None:
         return None
 
 
+#: Verbs that cannot change anything on the server (still allowed on a fenced client).
+READ_VERBS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _until(deadline: float | None, delay: float) -> float:
+    """`delay`, cut short so that sleeping ends by `deadline` (monotonic; None: no deadline)."""
+    if deadline is None:
+        return delay
+    return max(0.0, min(delay, deadline - time.monotonic()))
+
+
 class RestClient:
     """HTTP calls to one API server. `request` returns the decoded JSON body (or None)."""
 
@@ -123,6 +134,7 @@ class RestClient:
         self._request_counters: dict[tuple[str, str], Any] = {}
         self._durations: dict[str, Any] = {}
         self._throttle_durations: dict[str, Any] = {}
+        self._fenced = ""
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -197,6 +209,11 @@ class RestClient:
             )
         return Backoff(0.1, factor=2.0, jitter=0.5, cap=2.0, steps=self._max_retries + 1)
 
+    def fence(self, reason: str) -> None:
+        """From now on every call that could write fails at once without being sent (a leader
+        that lost its lease must not bind, patch or delete anything more); reads still work."""
+        self._fenced = reason
+
     # --- requests ---------------------------------------------------------------------------
 
     def request_raw(
@@ -208,26 +225,45 @@ class RestClient:
         body: bytes | None = None,
         content_type: str | None = None,
         timeout: float | None = None,
+        within: float | None = None,
     ) -> tuple[int, bytes]:
         """Performs the call with throttling and retries; returns (status, body) of a 2xx.
 
-        Raises ApiError for an error status and ApiConnectionError when no response came.
+        `timeout` bounds each attempt's reads; `within` bounds the whole call, retries, waits
+        and connecting included (a leader must know by its renew deadline whether it renewed).
+        Raises ApiError for an error status and ApiConnectionError when no response came (or
+        when the client is fenced and the call would write).
         """
         target = self._prefix + path + _query_string(query)
+        if self._fenced and method not in READ_VERBS:
+            raise ApiConnectionError(
+                f"{method} {target} not sent: {self._fenced}", refused=False, request_sent=False
+            )
         if body is not None and content_type is None:
             content_type = JSON
         read_timeout = self._timeout if timeout is None else timeout
+        deadline = None if within is None else time.monotonic() + within
         verb = method.encode()
         backoff: Backoff | None = None
         attempts = 0
         retry_after_count = 0
         auth_retried = False
         while True:
+            connect_timeout = None
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ApiConnectionError(
+                        f"{method} {target}: no response within {within:g}s",
+                        refused=False,
+                        request_sent=attempts > 0,
+                    )
+                read_timeout = connect_timeout = min(read_timeout, left)
             self._throttle(method, target)
             head = self._head(method, target, content_type, body)
             start = time.perf_counter()
             try:
-                resp = self._pool.request(verb, head, body, read_timeout)
+                resp = self._pool.request(verb, head, body, read_timeout, connect_timeout)
             except ApiConnectionError as err:
                 self._observe(
                     self._durations,
@@ -244,7 +280,7 @@ class RestClient:
                     log.debug(
                         "retrying after connection error", verb=method, url=target, error=str(err)
                     )
-                    self._sleep(backoff.step())
+                    self._sleep(_until(deadline, backoff.step()))
                     continue
                 raise
             status = resp.status
@@ -265,7 +301,7 @@ class RestClient:
             ):
                 retry_after_count += 1
                 log.debug("retrying as the server asked", verb=method, url=target, status=status)
-                self._sleep(retry_after)
+                self._sleep(_until(deadline, retry_after))
                 continue
             if status == 401 and not auth_retried:
                 auth_retried = True
@@ -283,23 +319,41 @@ class RestClient:
         body: Any = None,
         content_type: str | None = None,
         timeout: float | None = None,
+        within: float | None = None,
     ) -> Any:
         """`request_raw` with a JSON body (bytes are sent as they are) and a decoded result."""
         if body is not None and not isinstance(body, bytes | bytearray):
             body = orjson.dumps(body)
         _, data = self.request_raw(
-            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=timeout,
+            within=within,
         )
         return orjson.loads(data) if data else None
 
-    def get(self, path: str, query: Query | None = None, *, timeout: float | None = None) -> Any:
-        return self.request("GET", path, query=query, timeout=timeout)
+    def get(
+        self,
+        path: str,
+        query: Query | None = None,
+        *,
+        timeout: float | None = None,
+        within: float | None = None,
+    ) -> Any:
+        return self.request("GET", path, query=query, timeout=timeout, within=within)
 
-    def post(self, path: str, body: Any, *, timeout: float | None = None) -> Any:
-        return self.request("POST", path, body=body, timeout=timeout)
+    def post(
+        self, path: str, body: Any, *, timeout: float | None = None, within: float | None = None
+    ) -> Any:
+        return self.request("POST", path, body=body, timeout=timeout, within=within)
 
-    def put(self, path: str, body: Any, *, timeout: float | None = None) -> Any:
-        return self.request("PUT", path, body=body, timeout=timeout)
+    def put(
+        self, path: str, body: Any, *, timeout: float | None = None, within: float | None = None
+    ) -> Any:
+        return self.request("PUT", path, body=body, timeout=timeout, within=within)
 
     def patch(
         self,

@@ -370,13 +370,14 @@ class ConnectionPool:
         conn.timeout = connect_timeout
         return conn
 
-    def _acquire(self) -> tuple[Connection, bool]:
-        """(connection, reused)."""
+    def _acquire(self, connect_timeout: float | None = None) -> tuple[Connection, bool]:
+        """(connection, reused); a new connection waits at most `connect_timeout` (default:
+        the pool's)."""
         while True:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
             if conn is None:
-                return self.connect(), False
+                return self.connect(connect_timeout), False
             if conn.idle_and_alive():
                 return conn, True
             conn.close()
@@ -389,13 +390,18 @@ class ConnectionPool:
         conn.close()
 
     def request(
-        self, method: bytes, head: bytes, body: bytes | None, timeout: float | None
+        self,
+        method: bytes,
+        head: bytes,
+        body: bytes | None,
+        timeout: float | None,
+        connect_timeout: float | None = None,
     ) -> Response:
         """Sends `head` (request line and headers, without the final blank line) and `body`.
 
         Raises ApiConnectionError; `request_sent` says whether the server may have seen it.
         """
-        conn, _ = self._acquire()
+        conn, _ = self._acquire(connect_timeout)
         try:
             conn.set_timeout(timeout)
             message = head + (b"\r\n" if body is None else b"\r\n" + body)

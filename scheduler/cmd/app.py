@@ -107,6 +107,7 @@ class App:
             burst=conn.burst,
             user_agent=f"kube-pysched/{__version__}",
         )
+        self.client_config = client_config
         self.rest = RestClient(client_config)
         self.api = KubeApi(self.rest)
         # Events get their own client and rate limit, as kube-scheduler's event broadcaster.
@@ -161,6 +162,7 @@ class App:
             self.options.bind_address,
             self.options.port,
             readiness=self.readiness,
+            liveness=self.liveness,
             configz=config.to_dict,
         )
 
@@ -172,6 +174,13 @@ class App:
     def readiness(self) -> list[tuple[str, bool]]:
         """kube-scheduler's readyz: the informers synced (the loop may wait for the lease)."""
         return [("sched-handler-sync", self.informers_synced())]
+
+    def liveness(self) -> list[tuple[str, bool]]:
+        """kube-scheduler's healthz/livez: ping, and leaderElection while electing."""
+        checks = [("ping", True)]
+        if self.elector is not None:
+            checks.append(("leaderElection", self.elector.healthy()))
+        return checks
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -198,6 +207,15 @@ class App:
         self.scheduler.start()
         log.info("scheduling loop started", profiles=sorted(self.frameworks))
 
+    def fence(self) -> None:
+        """Leading ended: from this moment no bind, status patch, deletion or preemption leaves
+        this process (its API client is fenced) and the loop stops popping, before the lease is
+        released or anyone else can take it; the process then exits (`lost_leadership`)."""
+        self.rest.fence("this process is no longer the leader")
+        if self._scheduling:
+            self.scheduler.halt()
+        log.warning("stopped leading: no more writes from this process")
+
     def lost_leadership(self) -> None:
         """kube-scheduler exits when it loses the lease; a replica takes over."""
         if not self.stopped.is_set():
@@ -223,8 +241,12 @@ class App:
             self.start_scheduling()
             return
         identity = f"{socket.gethostname()}_{os.getpid()}_{threading.get_ident()}"
+        # The lease has a client of its own (as kube-scheduler's leader-election client): the
+        # scheduler's throttling and busy connections must not delay a renewal, and fencing
+        # the scheduler's client must leave the lease's release possible.
+        lease_api = KubeApi(RestClient(self.client_config, max_connections=2))
         self.elector = LeaderElector(
-            self.api,
+            lease_api,
             LeaderElectionConfig(
                 namespace=election.resource_namespace,
                 name=election.resource_name,
@@ -235,9 +257,21 @@ class App:
             ),
             on_started_leading=self.start_scheduling,
             on_stopped_leading=self.lost_leadership,
+            fence=self.fence,
             event_recorder=self.recorder,
         )
         self.elector.start()
+
+    def abandon(self) -> None:
+        """After losing the lease: nothing in flight is waited for (kube-scheduler exits at
+        once); writes are fenced already, so nothing more reaches the API server."""
+        self.stopped.set()
+        if self._scheduling:
+            self.scheduler.halt()
+        if self.elector is not None:
+            self.elector.stop(timeout=1.0)
+        self.server.stop()
+        log.info("kube-pysched stopped after losing the lease")
 
     def stop(self) -> None:
         """Stops in reverse order; buffered events are flushed and the lease released."""
@@ -278,5 +312,14 @@ def run(options: Options, *, registry: Registry | None = None, install_signals: 
         app.start()
         app.stopped.wait()
     finally:
-        app.stop()
+        if app.lost_lease:
+            app.abandon()
+        else:
+            app.stop()
+    if app.lost_lease and install_signals:
+        # As kube-scheduler's klog.FlushAndExit: calls stuck on a partitioned API server must
+        # not hold the exit (the thread pools' atexit joins would wait for each of them).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
     return 1 if app.lost_lease else 0

@@ -50,9 +50,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/metrics":
             self._metrics()
         elif path in ("/healthz", "/livez"):
-            self._checks(path[1:], [("ping", True)], verbose)
+            self._checks(path[1:], self._run_checks(self.server.liveness, "liveness"), verbose)
         elif path == "/readyz":
-            self._checks("readyz", self._readiness(), verbose)
+            self._checks("readyz", self._run_checks(self.server.readiness, "readiness"), verbose)
         elif path == "/configz":
             self._configz()
         else:
@@ -67,13 +67,13 @@ class _Handler(BaseHTTPRequestHandler):
             headers["Content-Encoding"] = "gzip"
         self._reply(200, body, content_type, headers)
 
-    def _readiness(self) -> list[tuple[str, bool]]:
-        """A readiness callable that raises counts as one failed check, not a broken server."""
+    def _run_checks(self, checks: Readiness, what: str) -> list[tuple[str, bool]]:
+        """A checks callable that raises counts as one failed check, not a broken server."""
         try:
-            return list(self.server.readiness())
+            return list(checks())
         except Exception:
-            log.exception("readiness check raised")
-            return [("readiness", False)]
+            log.exception(f"{what} check raised")
+            return [(what, False)]
 
     def _checks(self, endpoint: str, checks: list[tuple[str, bool]], verbose: bool) -> None:
         """kube-scheduler's healthz format: "ok", or one [+]/[-] line per check."""
@@ -111,13 +111,18 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
-        self, address: tuple[str, int], readiness: Readiness, configz: Callable[[], Any]
+        self,
+        address: tuple[str, int],
+        readiness: Readiness,
+        liveness: Readiness,
+        configz: Callable[[], Any],
     ) -> None:
         # An IPv6 bind address ("::", "::1") needs an IPv6 socket.
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
         self.readiness = readiness
+        self.liveness = liveness
         self.configz = configz
 
     def server_bind(self) -> None:
@@ -137,9 +142,11 @@ class HealthServer:
         port: int,
         *,
         readiness: Readiness,
+        liveness: Readiness = lambda: [("ping", True)],
         configz: Callable[[], Any] = dict,
     ) -> None:
-        self._server = _Server((bind_address, port), readiness, configz)
+        """`readiness` serves /readyz and `liveness` /healthz and /livez: (check, passed)."""
+        self._server = _Server((bind_address, port), readiness, liveness, configz)
         self.bind_address = bind_address
         self.port: int = self._server.server_address[1]
         self._thread: threading.Thread | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping
 
 import pytest
@@ -140,6 +141,54 @@ def test_a_reset_after_sending_is_retried_only_for_idempotent_verbs() -> None:
         assert len(slept) == 2
     finally:
         listener.close()
+
+
+def test_within_bounds_the_whole_call_retries_included() -> None:
+    """A server that takes requests and never answers: each attempt would wait the 30 s read
+    timeout and a GET is retried, but a call given `within` ends when that is spent."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+
+    def accept_and_stay_silent() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+
+    threading.Thread(target=accept_and_stay_silent, daemon=True).start()
+    rest, slept = client(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=30.0)
+    began = time.monotonic()
+    try:
+        with pytest.raises(ApiConnectionError, match=r"no response within 0\.3s"):
+            rest.get("/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", within=0.3)
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert time.monotonic() - began < 30.0  # not one whole read timeout
+    assert all(delay <= 0.3 for delay in slept)
+
+
+def test_a_fenced_client_sends_no_write_but_still_reads(server: FakeApiServer) -> None:
+    server.handler = lambda r: Response(200, {"kind": "Pod"})
+    rest, _ = client(server.url)
+    rest.fence("this process lost the leader lease")
+    for call in (
+        lambda: rest.post("/api/v1/namespaces/ns/pods/p/binding", {}),
+        lambda: rest.patch("/api/v1/namespaces/ns/pods/p/status", {}),
+        lambda: rest.delete("/api/v1/namespaces/ns/pods/p"),
+        lambda: rest.put("/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", {}),
+    ):
+        with pytest.raises(ApiConnectionError, match="not sent: this process lost") as info:
+            call()
+        assert not info.value.request_sent
+    assert server.requests == []
+    assert rest.get("/api/v1/namespaces/ns/pods/p") == {"kind": "Pod"}
+    assert [r.method for r in server.requests] == ["GET"]
 
 
 class RotatingAuth:
