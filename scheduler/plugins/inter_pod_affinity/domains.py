@@ -39,8 +39,11 @@ class DomainCounts:
         keep = (slots >= 0) & (amounts != 0)
         if not keep.any():
             return False
-        np.add.at(self.counts, slots[keep], amounts[keep])
-        self.total += int(amounts[keep].sum())
+        kept = amounts[keep]
+        # bincount sums in float64: exact here, as counts times weights stay far below 2**53.
+        summed = np.bincount(slots[keep], weights=kept, minlength=len(self.counts))
+        self.counts += summed.astype(np.int64)
+        self.total += int(kept.sum())
         return True
 
     def add_column(self, per_row: IntColumn) -> bool:
