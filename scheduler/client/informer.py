@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 import structlog
 
 from scheduler.api.json_types import Json
+from scheduler.api.namespace import Namespace, parse_namespace
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
 from scheduler.api.parse import parse_node, parse_pdb, parse_pod
 from scheduler.client.backoff import Backoff
@@ -47,6 +48,7 @@ POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 PODS = ListWatchSpec("/api/v1/pods", field_selector=POD_FIELD_SELECTOR)
 NODES = ListWatchSpec("/api/v1/nodes")
 PDBS = ListWatchSpec("/apis/policy/v1/poddisruptionbudgets")
+NAMESPACES = ListWatchSpec("/api/v1/namespaces")
 
 
 def object_key(obj: Json) -> str:
@@ -277,3 +279,10 @@ def pdb_informer(
     **kwargs: Any,
 ) -> Informer[PodDisruptionBudget]:
     return Informer(rest, PDBS, transform, name="poddisruptionbudgets", **kwargs)
+
+
+def namespace_informer(
+    rest: RestClient, transform: Transform[Namespace] = parse_namespace, **kwargs: Any
+) -> Informer[Namespace]:
+    """Namespaces as name + labels: InterPodAffinity resolves namespaceSelectors against them."""
+    return Informer(rest, NAMESPACES, transform, name="namespaces", **kwargs)

@@ -19,6 +19,7 @@ from types import FrameType
 import structlog
 
 from scheduler import __version__
+from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.backend.queue import QueueProfile, SchedulingQueue
@@ -26,7 +27,13 @@ from scheduler.client.api import KubeApi
 from scheduler.client.config import ConfigError as ClientConfigError
 from scheduler.client.config import load_client_config
 from scheduler.client.events import EventRecorder
-from scheduler.client.informer import Informer, node_informer, pdb_informer, pod_informer
+from scheduler.client.informer import (
+    Informer,
+    namespace_informer,
+    node_informer,
+    pdb_informer,
+    pod_informer,
+)
 from scheduler.client.leaderelection import LeaderElectionConfig, LeaderElector
 from scheduler.client.rest import RestClient
 from scheduler.clock import RealClock
@@ -117,6 +124,7 @@ class App:
         self.snapshot = Snapshot()
         self.features = self.options.feature_gates
         self.pdbs: Informer[PodDisruptionBudget] = pdb_informer(self.rest)
+        self.namespaces: Informer[Namespace] = namespace_informer(self.rest)
         services = FrameworkServices(
             snapshot=lambda: self.snapshot,
             api=self.api,
@@ -124,6 +132,8 @@ class App:
             features=self.features,
             pdbs=self.pdbs.list,
             pod_lookup=lambda key: self.pods.get(key),  # noqa: PLW0108 (pods is built below)
+            namespace_lookup=self.namespaces.get,
+            namespace_list=self.namespaces.list,
         )
         self.frameworks = build_frameworks(config, self.registry, services)
         self.queue = build_queue(
@@ -169,7 +179,7 @@ class App:
     # --- health -----------------------------------------------------------------------------
 
     def informers_synced(self) -> bool:
-        return all(inf.has_synced() for inf in (self.pods, self.nodes, self.pdbs))
+        return all(inf.has_synced() for inf in (self.pods, self.nodes, self.pdbs, self.namespaces))
 
     def readiness(self) -> list[tuple[str, bool]]:
         """kube-scheduler's readyz: the informers synced (the loop may wait for the lease)."""
@@ -188,9 +198,9 @@ class App:
         if self._informers_started:
             return
         self._informers_started = True
-        for informer in (self.pdbs, self.nodes, self.pods):
+        for informer in (self.namespaces, self.pdbs, self.nodes, self.pods):
             informer.start()
-        for informer in (self.pdbs, self.nodes, self.pods):
+        for informer in (self.namespaces, self.pdbs, self.nodes, self.pods):
             if not informer.wait_for_sync(SYNC_TIMEOUT):
                 raise RuntimeError(f"timed out waiting for the {informer.name} informer to sync")
         log.info(
@@ -198,6 +208,7 @@ class App:
             nodes=len(self.nodes.list()),
             pods=len(self.pods.list()),
             pdbs=len(self.pdbs.list()),
+            namespaces=len(self.namespaces.list()),
         )
 
     def start_scheduling(self) -> None:
@@ -280,7 +291,7 @@ class App:
             self.scheduler.stop()
         if self.elector is not None:
             self.elector.stop()
-        for informer in (self.pods, self.nodes, self.pdbs):
+        for informer in (self.pods, self.nodes, self.pdbs, self.namespaces):
             informer.stop(timeout=2.0)
         # Events are best effort (as client-go's broadcaster): a short flush, then exit.
         self.recorder.stop(timeout=EVENT_FLUSH_ON_STOP)

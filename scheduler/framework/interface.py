@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Pod, PodDisruptionBudget
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
@@ -242,6 +243,14 @@ class Handle(Protocol):
     def event_recorder(self) -> EventRecorder: ...
 
     def pdbs(self) -> list[PodDisruptionBudget]: ...
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        """The labels of namespace `name` as the informer last saw them; None if unknown."""
+        ...
+
+    def namespaces(self) -> list[Namespace]:
+        """Every namespace the informer knows: a namespaceSelector is resolved against them."""
+        ...
 
     def get_pod(self, key: str) -> Pod | None:
         """The informer's current version of the pod namespace/name (None if unknown)."""

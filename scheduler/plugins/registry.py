@@ -7,6 +7,7 @@ from scheduler.plugins import (
     default_binder,
     default_preemption,
     image_locality,
+    inter_pod_affinity,
     missing,
     node_affinity,
     node_declared_features,
@@ -33,6 +34,7 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
     (default_binder.NAME, default_binder.SPEC),
     (image_locality.NAME, image_locality.SPEC),
     (node_declared_features.NAME, node_declared_features.SPEC),
+    (inter_pod_affinity.NAME, inter_pod_affinity.SPEC),
 )
 
 

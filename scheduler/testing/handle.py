@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.features import FeatureGates
@@ -37,7 +38,8 @@ class FakeHandle:
     """Implements `scheduler.framework.Handle` with in-memory fakes; nothing talks to a cluster.
 
     `snap` is what `snapshot()` serves, `pods` what `get_pod()` finds (by namespace/name),
-    `pdb_list` what `pdbs()` returns; `activated` collects pods passed to `activate()`.
+    `pdb_list` what `pdbs()` returns, `namespace_list` the namespaces `namespace_labels()` and
+    `namespaces()` know; `activated` collects pods passed to `activate()`.
     The nominated-pods and PreFilter-extension runners succeed without running anything: a
     plugin that needs them is tested with the in-process scheduler, not a fake handle.
     """
@@ -50,6 +52,7 @@ class FakeHandle:
     recorder: FakeRecorder = field(default_factory=FakeRecorder)
     pdb_list: list[PodDisruptionBudget] = field(default_factory=list)
     pods: dict[str, Pod] = field(default_factory=dict)
+    namespace_list: list[Namespace] = field(default_factory=list)
     activated: list[Pod] = field(default_factory=list)
 
     def snapshot(self) -> Snapshot:
@@ -72,6 +75,15 @@ class FakeHandle:
 
     def get_pod(self, key: str) -> Pod | None:
         return self.pods.get(key)
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        for namespace in self.namespace_list:
+            if namespace.name == name:
+                return namespace.labels
+        return None
+
+    def namespaces(self) -> list[Namespace]:
+        return list(self.namespace_list)
 
     def activate(self, pods: Iterable[Pod]) -> None:
         self.activated.extend(pods)

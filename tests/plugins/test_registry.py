@@ -9,11 +9,13 @@ import pytest
 from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
 from scheduler.framework.interface import (
     BatchFilterPlugin,
+    BatchFilterStatusesPlugin,
     BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
     PostFilterPlugin,
     PreEnqueuePlugin,
+    PreScorePlugin,
     QueueSortPlugin,
 )
 from scheduler.framework.registry import PluginSpec, Registry, RegistryError
@@ -34,6 +36,7 @@ KUBE_SCHEDULER_NAMES = {
     "DefaultBinder",
     "ImageLocality",
     "NodeDeclaredFeatures",
+    "InterPodAffinity",
 }
 #: Default plugins of kube-scheduler this build does not have yet: registered as guards.
 GUARDED = {
@@ -42,7 +45,6 @@ GUARDED = {
     "VolumeBinding",
     "VolumeZone",
     "PodTopologySpread",
-    "InterPodAffinity",
     "DynamicResources",
 }
 
@@ -78,6 +80,10 @@ def test_every_spec_builds_a_plugin_named_as_registered(name: str) -> None:
         ("DefaultPreemption", PreEnqueuePlugin),
         ("DefaultPreemption", EnqueueExtensions),
         ("DefaultBinder", BindPlugin),
+        ("InterPodAffinity", BatchFilterStatusesPlugin),
+        ("InterPodAffinity", BatchScorePlugin),
+        ("InterPodAffinity", PreScorePlugin),
+        ("InterPodAffinity", EnqueueExtensions),
     ],
 )
 def test_plugins_implement_their_extension_points(name: str, protocol: Any) -> None:

@@ -4,11 +4,12 @@ binding_points; the Filter over all nodes is a FilterPass)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import structlog
 
+from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Pod, PodDisruptionBudget
 from scheduler.features import FeatureGates
 from scheduler.framework.events import ClusterEventWithHint
@@ -42,6 +43,8 @@ class FrameworkServices:
     features: FeatureGates
     pdbs: Callable[[], list[PodDisruptionBudget]] = list
     pod_lookup: Callable[[str], Pod | None] = lambda _key: None
+    namespace_lookup: Callable[[str], Namespace | None] = lambda _name: None
+    namespace_list: Callable[[], list[Namespace]] = list
 
 
 class Framework(FilterPoints, ScorePoints, BindingPoints):
@@ -86,6 +89,13 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
 
     def get_pod(self, key: str) -> Pod | None:
         return self._services.pod_lookup(key)
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        namespace = self._services.namespace_lookup(name)
+        return namespace.labels if namespace is not None else None
+
+    def namespaces(self) -> list[Namespace]:
+        return self._services.namespace_list()
 
     def activate(self, pods: Iterable[Pod]) -> None:
         if self._activate is not None:

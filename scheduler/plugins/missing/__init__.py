@@ -10,7 +10,6 @@ from scheduler.plugins.missing.guards import (
     Need,
     accept_any_args,
     hard_spread_constraints,
-    pod_affinity_rules,
     resource_claims,
     volumes_needing,
 )
@@ -23,7 +22,6 @@ def _spec(name: str, need: Need) -> PluginSpec:
 GUARDS: tuple[tuple[str, PluginSpec], ...] = (
     *((name, _spec(name, volumes_needing(sources))) for name, sources in STORAGE_SOURCES.items()),
     ("PodTopologySpread", _spec("PodTopologySpread", hard_spread_constraints)),
-    ("InterPodAffinity", _spec("InterPodAffinity", pod_affinity_rules)),
     ("DynamicResources", _spec("DynamicResources", resource_claims)),
 )
 

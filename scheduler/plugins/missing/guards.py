@@ -3,8 +3,7 @@
 kube-pysched's default profile is kube-scheduler's full list. A default plugin it lacks is not
 dropped quietly: a guard stands in its place, under the plugin's name, and rejects in PreFilter
 every pod that uses what the plugin would check (a PersistentVolumeClaim, a resource claim, a
-hard topology spread constraint, required pod (anti-)affinity, or an existing pod's required
-anti-affinity that selects the pod), so such a pod stays Pending with a message naming the
+hard topology spread constraint), so such a pod stays Pending with a message naming the
 missing plugin instead of being placed against a constraint nobody checked. Pods that use none
 of it are scheduled as usual. Score-only behaviour (soft constraints) is not guarded.
 """
@@ -14,9 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
-
-from scheduler.api.affinity import PodAffinityTerm
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
@@ -58,35 +54,6 @@ def hard_spread_constraints(pod: Pod, _handle: Handle) -> str:
         c for c in pod.topology_spread_constraints if c.get("whenUnsatisfiable") == "DoNotSchedule"
     ]
     return "topology spread constraints (DoNotSchedule)" if hard else ""
-
-
-def pod_affinity_rules(pod: Pod, handle: Handle) -> str:
-    """The pod's own required pod (anti-)affinity, or an existing pod's required
-    anti-affinity that selects it (symmetry)."""
-    affinity = pod.pod_affinity
-    if affinity is not None:
-        if affinity.required:
-            return "required pod affinity"
-        if affinity.anti_required:
-            return "required pod anti-affinity"
-    table = handle.snapshot().table
-    if not table.anti_affinity_total:
-        return ""
-    rows = np.flatnonzero(table.anti_affinity_pods)
-    for row in rows.tolist():
-        for existing in table.infos[row].pods:
-            for term in existing.required_anti_affinity_terms:
-                if _term_may_select(term, pod):
-                    return f"an existing pod's required anti-affinity ({existing.key})"
-    return ""
-
-
-def _term_may_select(term: PodAffinityTerm, pod: Pod) -> bool:
-    """Whether an existing pod's affinity term may select `pod`. Errs towards yes: a
-    namespaceSelector is not narrowed (namespace labels are not watched here)."""
-    if pod.namespace not in term.namespaces and term.namespace_selector is None:
-        return False
-    return term.selector is not None and term.selector.matches(pod.labels)
 
 
 #: The framework only reads a Skip status (never mutates it), so one instance serves all.

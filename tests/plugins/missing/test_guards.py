@@ -88,53 +88,6 @@ def test_only_hard_spread_constraints_need_pod_topology_spread() -> None:
     assert skipped(pre_filter("PodTopologySpread", pod_with(topologySpreadConstraints=[soft])))
 
 
-def _term(selector: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"labelSelector": {"matchLabels": selector}, "topologyKey": "zone", **extra}
-
-
-def test_required_pod_affinity_or_anti_affinity_needs_inter_pod_affinity() -> None:
-    required = {"requiredDuringSchedulingIgnoredDuringExecution": [_term({"app": "web"})]}
-    preferred = {
-        "preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 1, "podAffinityTerm": _term({"app": "web"})}
-        ]
-    }
-    name = "InterPodAffinity"
-    assert rejected(
-        pre_filter(name, pod_with(affinity={"podAffinity": required})),
-        name,
-        "required pod affinity",
-    )
-    assert rejected(
-        pre_filter(name, pod_with(affinity={"podAntiAffinity": required})),
-        name,
-        "required pod anti-affinity",
-    )
-    assert skipped(pre_filter(name, pod_with(affinity={"podAntiAffinity": preferred})))
-
-
-def _assigned_with_anti_affinity(namespace: str = "default", **term: Any) -> Pod:
-    anti = {"requiredDuringSchedulingIgnoredDuringExecution": [_term({"app": "web"}, **term)]}
-    return make_pod("guardian", namespace, node_name="n1", affinity={"podAntiAffinity": anti})
-
-
-def test_an_existing_pods_required_anti_affinity_that_selects_the_pod_is_guarded() -> None:
-    name = "InterPodAffinity"
-    web = pod_with(labels={"app": "web"})
-    what = "an existing pod's required anti-affinity (default/guardian)"
-    assert rejected(pre_filter(name, web, (_assigned_with_anti_affinity(),)), name, what)
-    # Not selected: other labels, or another namespace than the term's.
-    assert skipped(
-        pre_filter(name, pod_with(labels={"app": "db"}), (_assigned_with_anti_affinity(),))
-    )
-    assert skipped(pre_filter(name, web, (_assigned_with_anti_affinity("other"),)))
-    # namespaces named in the term, and a namespaceSelector (not narrowed: may select it).
-    listed = _assigned_with_anti_affinity("other", namespaces=["default"])
-    assert rejected(pre_filter(name, web, (listed,)), name, what.replace("default/", "other/"))
-    by_selector = _assigned_with_anti_affinity("other", namespaceSelector={})
-    assert rejected(pre_filter(name, web, (by_selector,)), name, what.replace("default/", "other/"))
-
-
 def test_guards_accept_the_args_kube_scheduler_configurations_give_them() -> None:
     spec = in_tree_registry()["VolumeBinding"]
     assert spec.decode_args is not None

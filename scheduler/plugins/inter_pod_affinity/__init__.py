@@ -1,0 +1,11 @@
+"""The InterPodAffinity plugin: NAME and SPEC for the registry; the code is in plugin.py."""
+
+from __future__ import annotations
+
+from scheduler.framework.registry import PluginSpec
+from scheduler.plugins.inter_pod_affinity.args import decode_args
+from scheduler.plugins.inter_pod_affinity.plugin import NAME, InterPodAffinity
+
+SPEC = PluginSpec(InterPodAffinity, decode_args)
+
+__all__ = ["NAME", "SPEC"]
