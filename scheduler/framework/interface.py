@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.objects import Pod, PodDisruptionBudget
+from scheduler.api.spread import Service, Workload
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.node_table import BoolColumn, NodeTable
@@ -242,6 +243,15 @@ class Handle(Protocol):
     def event_recorder(self) -> EventRecorder: ...
 
     def pdbs(self) -> list[PodDisruptionBudget]: ...
+
+    def services(self, namespace: str) -> list[Service]:
+        """The Services of a namespace (their selectors), for default topology spreading."""
+        ...
+
+    def workload(self, kind: str, namespace: str, name: str) -> Workload | None:
+        """The ReplicationController, ReplicaSet or StatefulSet namespace/name (None if
+        unknown), for default topology spreading."""
+        ...
 
     def get_pod(self, key: str) -> Pod | None:
         """The informer's current version of the pod namespace/name (None if unknown)."""

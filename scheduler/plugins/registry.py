@@ -14,6 +14,7 @@ from scheduler.plugins import (
     node_ports,
     node_unschedulable,
     noderesources,
+    pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
@@ -33,6 +34,7 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
     (default_binder.NAME, default_binder.SPEC),
     (image_locality.NAME, image_locality.SPEC),
     (node_declared_features.NAME, node_declared_features.SPEC),
+    (pod_topology_spread.NAME, pod_topology_spread.SPEC),
 )
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
+from scheduler.api.spread import Service, Workload
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
@@ -37,7 +38,8 @@ class FakeHandle:
     """Implements `scheduler.framework.Handle` with in-memory fakes; nothing talks to a cluster.
 
     `snap` is what `snapshot()` serves, `pods` what `get_pod()` finds (by namespace/name),
-    `pdb_list` what `pdbs()` returns; `activated` collects pods passed to `activate()`.
+    `pdb_list` what `pdbs()` returns, `service_list` and `workloads` what `services()` and
+    `workload()` find; `activated` collects pods passed to `activate()`.
     The nominated-pods and PreFilter-extension runners succeed without running anything: a
     plugin that needs them is tested with the in-process scheduler, not a fake handle.
     """
@@ -50,6 +52,8 @@ class FakeHandle:
     recorder: FakeRecorder = field(default_factory=FakeRecorder)
     pdb_list: list[PodDisruptionBudget] = field(default_factory=list)
     pods: dict[str, Pod] = field(default_factory=dict)
+    service_list: list[Service] = field(default_factory=list)
+    workloads: list[Workload] = field(default_factory=list)
     activated: list[Pod] = field(default_factory=list)
 
     def snapshot(self) -> Snapshot:
@@ -72,6 +76,15 @@ class FakeHandle:
 
     def get_pod(self, key: str) -> Pod | None:
         return self.pods.get(key)
+
+    def services(self, namespace: str) -> list[Service]:
+        return [s for s in self.service_list if s.namespace == namespace]
+
+    def workload(self, kind: str, namespace: str, name: str) -> Workload | None:
+        for w in self.workloads:
+            if (w.kind, w.namespace, w.name) == (kind, namespace, name):
+                return w
+        return None
 
     def activate(self, pods: Iterable[Pod]) -> None:
         self.activated.extend(pods)

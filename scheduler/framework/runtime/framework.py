@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import structlog
 
 from scheduler.api.objects import Pod, PodDisruptionBudget
+from scheduler.api.spread import Service, Workload
 from scheduler.features import FeatureGates
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import (
@@ -42,6 +43,8 @@ class FrameworkServices:
     features: FeatureGates
     pdbs: Callable[[], list[PodDisruptionBudget]] = list
     pod_lookup: Callable[[str], Pod | None] = lambda _key: None
+    services: Callable[[str], list[Service]] = lambda _namespace: []
+    workload: Callable[[str, str, str], Workload | None] = lambda _kind, _ns, _name: None
 
 
 class Framework(FilterPoints, ScorePoints, BindingPoints):
@@ -86,6 +89,12 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
 
     def get_pod(self, key: str) -> Pod | None:
         return self._services.pod_lookup(key)
+
+    def services(self, namespace: str) -> list[Service]:
+        return self._services.services(namespace)
+
+    def workload(self, kind: str, namespace: str, name: str) -> Workload | None:
+        return self._services.workload(kind, namespace, name)
 
     def activate(self, pods: Iterable[Pod]) -> None:
         if self._activate is not None:

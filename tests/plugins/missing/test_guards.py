@@ -77,17 +77,6 @@ def test_resource_claims_need_dynamic_resources() -> None:
     assert skipped(pre_filter("DynamicResources", make_pod("plain")))
 
 
-def test_only_hard_spread_constraints_need_pod_topology_spread() -> None:
-    hard = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
-    soft = dict(hard, whenUnsatisfiable="ScheduleAnyway")
-    assert rejected(
-        pre_filter("PodTopologySpread", pod_with(topologySpreadConstraints=[soft, hard])),
-        "PodTopologySpread",
-        "topology spread constraints (DoNotSchedule)",
-    )
-    assert skipped(pre_filter("PodTopologySpread", pod_with(topologySpreadConstraints=[soft])))
-
-
 def _term(selector: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"labelSelector": {"matchLabels": selector}, "topologyKey": "zone", **extra}
 
