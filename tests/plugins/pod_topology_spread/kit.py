@@ -20,13 +20,17 @@ BAR = {"matchLabels": {"bar": ""}}
 
 
 def node(name: str, *taints: str, **labels: str) -> Node:
-    """A node with labels (`hostname=` sets kubernetes.io/hostname) and NoSchedule taints."""
+    """A node with exactly these labels (`hostname=` sets kubernetes.io/hostname) and
+    NoSchedule taints."""
     wrapper = NodeWrapper(name).capacity(cpu="8", memory="16Gi", pods=110)
     for key, value in labels.items():
         wrapper.label(HOSTNAME if key == "hostname" else key, value)
     for taint in taints:
         wrapper.taint(taint, "", "NoSchedule")
-    return wrapper.obj()
+    built = wrapper.obj()
+    if "hostname" not in labels:
+        built.labels.pop(HOSTNAME, None)  # the builder labels every node with its hostname
+    return built
 
 
 def pods_on(node_name: str, count: int, *labels: str, namespace: str = "default") -> list[Pod]:
