@@ -68,10 +68,7 @@ def test_updates_ignore_other_namespaces_unselected_pods_and_excluded_nodes() ->
     assert state.read(PRE_FILTER_KEY).constraints[0].match_num == {"z1": 1}
 
 
-def test_default_preemption_evicts_both_matching_pods() -> None:
-    """node-a holds two low-priority matching pods, node-b is full with a high-priority one.
-    Without remove_pod the dry run would still count 2 on node-a and find no victims; with
-    it, both pods must go (reprieving either brings the skew back to 2)."""
+def _harness() -> Harness:
     enabled = tuple(
         PluginRef(name, 1 if name == "NodeResourcesFit" else None)
         for name in (
@@ -83,7 +80,73 @@ def test_default_preemption_evicts_both_matching_pods() -> None:
         )
     )
     spec = ProfileSpec(PROFILE, plugins={"multiPoint": PluginSetSpec(enabled=enabled)})
-    h = Harness(spec, plugins=in_tree_registry())
+    return Harness(spec, plugins=in_tree_registry())
+
+
+def _victims(h: Harness, preemptor: object, node_name: str) -> list[str]:
+    h.cache.update_snapshot(h.snapshot)
+    state = CycleState()
+    _, status, _ = h.fwk.run_pre_filter_plugins(state, preemptor, h.snapshot.list())
+    assert status is None
+    preemption = h.fwk.plugins["DefaultPreemption"]
+    assert isinstance(preemption, DefaultPreemption)
+    info = h.snapshot.get(node_name)
+    assert info is not None
+    victims, _, status = preemption.select_victims_on_node(state, preemptor, info.snapshot(), [])
+    assert status is None
+    return sorted(v.name for v in victims)
+
+
+def test_conformance_spec_pod_topology_spread_preemption() -> None:
+    """SchedulerPreemption "PodTopologySpread Preemption validates proper pods are preempted":
+    node-1 holds high (9 of 10 fake units), node-2 three low pods (3 each). The medium pod (3)
+    spreads by maxSkew 1: removing all lows fits; low-1 is reprieved (1+1-1 = 1), low-2 and
+    low-3 are not (2+1-1 = 2), so exactly two go."""
+    res = "example.com/fakePTSRes"
+    h = _harness()
+    try:
+        for name in ("node-1", "node-2"):
+            h.add_node(make_node(name, cpu="4", extended={res: "10"}, labels={"pts": name}))
+        h.add_assigned_pod(
+            make_pod(
+                "high",
+                node_name="node-1",
+                priority=100,
+                requests={res: "9"},
+                labels={"e2e": ""},
+                start_time="2026-01-01T00:00:00Z",
+            )
+        )
+        for i in (1, 2, 3):
+            h.add_assigned_pod(
+                make_pod(
+                    f"low-{i}",
+                    node_name="node-2",
+                    priority=1,
+                    requests={res: "3"},
+                    labels={"e2e": ""},
+                    start_time=f"2026-01-01T00:00:0{i}Z",
+                )
+            )
+        selector = {"matchExpressions": [{"key": "e2e", "operator": "Exists"}]}
+        medium = (
+            PodWrapper("medium")
+            .label("e2e", "")
+            .priority(10)
+            .req({res: "3"})
+            .spread(1, "pts", DNS, selector)
+            .obj()
+        )
+        assert len(_victims(h, medium, "node-2")) == 2
+    finally:
+        h.close()
+
+
+def test_default_preemption_evicts_both_matching_pods() -> None:
+    """node-a holds two low-priority matching pods, node-b is full with a high-priority one.
+    Without remove_pod the dry run would still count 2 on node-a and find no victims; with
+    it, both pods must go (reprieving either brings the skew back to 2)."""
+    h = _harness()
     try:
         for name in ("node-a", "node-b"):
             h.add_node(make_node(name, cpu="4", labels={"k": name}))
@@ -93,18 +156,6 @@ def test_default_preemption_evicts_both_matching_pods() -> None:
             )
         h.add_assigned_pod(make_pod("high", node_name="node-b", priority=100, cpu="4"))
         preemptor = incoming("foo").priority(10).req(cpu="1").spread(1, "k", DNS, FOO).obj()
-        h.cache.update_snapshot(h.snapshot)
-        state = CycleState()
-        _, status, _ = h.fwk.run_pre_filter_plugins(state, preemptor, h.snapshot.list())
-        assert status is None
-        preemption = h.fwk.plugins["DefaultPreemption"]
-        assert isinstance(preemption, DefaultPreemption)
-        info = h.snapshot.get("node-a")
-        assert info is not None
-        victims, _, status = preemption.select_victims_on_node(
-            state, preemptor, info.snapshot(), []
-        )
-        assert status is None
-        assert sorted(v.name for v in victims) == ["low1", "low2"]
+        assert _victims(h, preemptor, "node-a") == ["low1", "low2"]
     finally:
         h.close()
