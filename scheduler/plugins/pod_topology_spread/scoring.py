@@ -12,11 +12,11 @@ import numpy.typing as npt
 
 from scheduler.api.objects import Pod
 from scheduler.framework.interface import MAX_NODE_SCORE, ScoreColumn
-from scheduler.framework.node_table import IntColumn, NodeTable
+from scheduler.framework.node_table import BoolColumn, IntColumn, NodeTable
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.pod_topology_spread.args import LABEL_HOSTNAME
 from scheduler.plugins.pod_topology_spread.constraints import SpreadConstraint
-from scheduler.plugins.pod_topology_spread.nodes import TableView, count_on, has_all_keys
+from scheduler.plugins.pod_topology_spread.nodes import TableView, count_on
 
 FloatColumn = npt.NDArray[np.float64]
 
@@ -32,13 +32,14 @@ class ScoredConstraint:
     domain_ids: IntColumn
     values: tuple[str, ...]
     by_id: IntColumn | None  # None for the hostname key (counted on the node itself)
+    _id_of: dict[str, int] | None = None
 
     def domain_count(self, value: str) -> int:
         assert self.by_id is not None
-        try:
-            return int(self.by_id[self.values.index(value)])
-        except ValueError:
-            return 0
+        if self._id_of is None:
+            self._id_of = {v: i for i, v in enumerate(self.values)}
+        found = self._id_of.get(value)
+        return int(self.by_id[found]) if found is not None else 0
 
 
 @dataclass
@@ -46,6 +47,7 @@ class PreScoreState:
     constraints: list[ScoredConstraint]
     ignored: set[str]  # nodes lacking a required topology key score 0
     ignored_in_order: npt.NDArray[np.bool_]  # the same, per node of PreScore's list
+    ignored_rows: BoolColumn  # the same, per NodeTable row
 
     def clone(self) -> PreScoreState:
         return self  # read-only after PreScore
@@ -74,18 +76,12 @@ def compute_pre_score_state(
     then the matching pods of every node of the cluster that counts for a constraint."""
     view = TableView(table, pod)
     rows = np.fromiter((table.index[info.name] for info in filtered), np.intp, len(filtered))
-    keep = np.fromiter(
-        (
-            info.node is not None
-            and (not require_all_topologies or has_all_keys(info.node.labels, constraints))
-            for info in filtered
-        ),
-        np.bool_,
-        len(filtered),
-    )
-    ignored = {info.name for info, kept in zip(filtered, keep, strict=True) if not kept}
-    kept_rows = rows[keep]
     eligible_base = view.with_all_keys(constraints) if require_all_topologies else view.present
+    keep = eligible_base[rows]
+    ignored = {filtered[i].name for i in np.flatnonzero(~keep).tolist()}
+    ignored_rows: BoolColumn = np.zeros(table.n, np.bool_)
+    ignored_rows[rows[~keep]] = True
+    kept_rows = rows[keep]
     scored = []
     for c in constraints:
         if c.topology_key == LABEL_HOSTNAME:
@@ -102,7 +98,7 @@ def compute_pre_score_state(
         ).astype(np.int64)
         weight = topology_normalizing_weight(int(in_filtered.sum()))
         scored.append(ScoredConstraint(c, weight, ids, values, by_id))
-    return PreScoreState(scored, ignored, ~keep)
+    return PreScoreState(scored, ignored, ~keep, ignored_rows)
 
 
 def _with_empty_domain(
@@ -150,10 +146,7 @@ def score_column(
     truncated = np.trunc(scores)
     rounded = truncated + (np.abs(scores - truncated) >= 0.5) * np.sign(scores)
     result: ScoreColumn = rounded.astype(np.int64)
-    ignored = np.fromiter(
-        (table.names[r] in state.ignored for r in rows.tolist()), np.bool_, len(rows)
-    )
-    result[ignored] = 0
+    result[state.ignored_rows[rows]] = 0
     return result
 
 
