@@ -15,11 +15,6 @@ from __future__ import annotations
 #: the e2e framework appends labels such as [Serial] to the leaf text) -> the missing
 #: kube-pysched plugin and why the spec needs it.
 EXPECTED_FAILURES: dict[str, str] = {
-    "[sig-scheduling] SchedulerPreemption PodTopologySpread Preemption "
-    "validates proper pods are preempted [Serial]": (
-        "PodTopologySpread: without it preemption removes one low pod instead of two and "
-        "the preemptor is bound against maxSkew"
-    ),
     # Passed until the guards of issue 13 by ignoring the volume altogether (the PV's node
     # affinity was never read); the VolumeBinding guard now keeps the pod Pending, as every
     # pod with a PersistentVolumeClaim, until the storage plugins land.
@@ -30,17 +25,5 @@ EXPECTED_FAILURES: dict[str, str] = {
     ),
 }
 
-_PTS_SPREAD = (
-    "PodTopologySpread: without it the pods are spread only by resource scoring, which "
-    "pods of the previous spec still on the nodes tip one way"
-)
-
 #: Full spec name -> the plugin whose absence makes the outcome a matter of luck.
-NOT_JUDGED: dict[str, str] = {
-    "[sig-scheduling] SchedulerPredicates PodTopologySpread Filtering "
-    "validates 4 pods with MaxSkew=1 are evenly distributed into 2 nodes [Serial]": _PTS_SPREAD,
-    "[sig-scheduling] Multi-AZ Clusters should spread the pods of a replication controller "
-    "across zones [Serial]": _PTS_SPREAD,
-    "[sig-scheduling] Multi-AZ Clusters should spread the pods of a service across zones "
-    "[Serial]": _PTS_SPREAD,
-}
+NOT_JUDGED: dict[str, str] = {}

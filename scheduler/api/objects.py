@@ -13,6 +13,7 @@ from typing import Any
 from scheduler.api.affinity import PodAffinity, PodAffinityTerm
 from scheduler.api.labels import LabelSelector, NodeSelector, PreferredSchedulingTerm
 from scheduler.api.resources import Resource
+from scheduler.api.spread import TopologySpreadConstraint
 
 NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -71,6 +72,7 @@ class OwnerReference:
     name: str
     uid: str
     controller: bool
+    api_version: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +115,7 @@ class Pod:
     required_node_affinity: NodeSelector | None = None
     preferred_node_affinity: tuple[PreferredSchedulingTerm, ...] = ()
     pod_affinity: PodAffinity | None = None  # None: no pod (anti-)affinity term at all
-    topology_spread_constraints: tuple[dict[str, Any], ...] = ()  # raw, for plugins
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     volumes: tuple[PodVolume, ...] = ()
     resource_claims: tuple[str, ...] = ()  # spec.resourceClaims[].name
     tolerations: tuple[Toleration, ...] = ()

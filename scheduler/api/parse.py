@@ -37,6 +37,12 @@ from scheduler.api.objects import (
 from scheduler.api.pod_resources import compute_pod_resources
 from scheduler.api.quantity import QuantityError
 from scheduler.api.resources import Resource
+from scheduler.api.spread import (
+    Service,
+    TopologySpreadConstraint,
+    Workload,
+    parse_spread_constraint,
+)
 
 
 class ParseError(ValueError):
@@ -127,6 +133,7 @@ def parse_pod(obj: JsonView) -> Pod:
         pod_affinity = parse_pod_affinity(namespace, spec.get("affinity") or {})
     except SelectorError as err:
         raise ParseError(f"spec.affinity: {err}") from err
+    spread = _spread_constraints(spec.get("topologySpreadConstraints"))
     priority = spec.get("priority")
     return Pod(
         uid=meta.get("uid", ""),
@@ -136,7 +143,11 @@ def parse_pod(obj: JsonView) -> Pod:
         labels=meta.get("labels") or {},
         owner_references=tuple(
             OwnerReference(
-                r.get("kind", ""), r.get("name", ""), r.get("uid", ""), bool(r.get("controller"))
+                r.get("kind", ""),
+                r.get("name", ""),
+                r.get("uid", ""),
+                bool(r.get("controller")),
+                r.get("apiVersion", ""),
             )
             for r in meta.get("ownerReferences") or ()
         ),
@@ -148,7 +159,7 @@ def parse_pod(obj: JsonView) -> Pod:
         required_node_affinity=required,
         preferred_node_affinity=preferred,
         pod_affinity=pod_affinity,
-        topology_spread_constraints=tuple(spec.get("topologySpreadConstraints") or ()),
+        topology_spread_constraints=spread,
         volumes=tuple(_volume(v) for v in spec.get("volumes") or ()),
         resource_claims=tuple(c.get("name", "") for c in spec.get("resourceClaims") or ()),
         tolerations=_tolerations(spec.get("tolerations")),
@@ -175,6 +186,16 @@ def parse_pod(obj: JsonView) -> Pod:
             for c in status.get("conditions") or ()
         ),
     )
+
+
+def _spread_constraints(raw: list[JsonView] | None) -> tuple[TopologySpreadConstraint, ...]:
+    constraints = []
+    for i, item in enumerate(raw or ()):
+        try:
+            constraints.append(parse_spread_constraint(item))
+        except (SelectorError, TypeError, ValueError) as err:
+            raise ParseError(f"spec.topologySpreadConstraints[{i}]: {err}") from err
+    return tuple(constraints)
 
 
 def _image_refs(spec: JsonView) -> tuple[str, ...]:
@@ -245,3 +266,30 @@ def parse_pdb(obj: JsonView) -> PodDisruptionBudget:
         disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
         disrupted_pods=frozenset((status.get("disruptedPods") or {}).keys()),
     )
+
+
+def parse_service(obj: JsonView) -> Service:
+    """A Service reduced to what default spreading reads: namespace, name, spec.selector."""
+    meta = obj.get("metadata") or {}
+    selector = (obj.get("spec") or {}).get("selector")
+    return Service(
+        meta.get("namespace", "default"),
+        meta.get("name", ""),
+        dict(selector) if selector is not None else None,
+    )
+
+
+def parse_workload(kind: str, obj: JsonView) -> Workload:
+    """A ReplicationController (label-set selector), ReplicaSet or StatefulSet (label
+    selector) reduced to namespace, name and selector. An invalid selector is kept as None,
+    as kube-scheduler then adds nothing from it, rather than failing the object."""
+    meta = obj.get("metadata") or {}
+    raw = (obj.get("spec") or {}).get("selector")
+    namespace, name = meta.get("namespace", "default"), meta.get("name", "")
+    if kind == "ReplicationController":
+        return Workload(kind, namespace, name, set_selector=dict(raw) if raw else None)
+    try:
+        selector = LabelSelector.parse(raw)
+    except SelectorError:
+        selector = None
+    return Workload(kind, namespace, name, selector=selector)

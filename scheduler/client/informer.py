@@ -23,7 +23,8 @@ import structlog
 from scheduler.api.json_types import Json
 from scheduler.api.namespace import Namespace, parse_namespace
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
-from scheduler.api.parse import parse_node, parse_pdb, parse_pod
+from scheduler.api.parse import parse_node, parse_pdb, parse_pod, parse_service, parse_workload
+from scheduler.api.spread import Service, Workload
 from scheduler.client.backoff import Backoff
 from scheduler.client.reflector import (
     DEFAULT_PAGE_SIZE,
@@ -49,6 +50,13 @@ PODS = ListWatchSpec("/api/v1/pods", field_selector=POD_FIELD_SELECTOR)
 NODES = ListWatchSpec("/api/v1/nodes")
 PDBS = ListWatchSpec("/apis/policy/v1/poddisruptionbudgets")
 NAMESPACES = ListWatchSpec("/api/v1/namespaces")
+SERVICES = ListWatchSpec("/api/v1/services")
+# The workload kinds whose selectors default a pod's topology spreading, by kind.
+WORKLOADS = {
+    "ReplicationController": ListWatchSpec("/api/v1/replicationcontrollers"),
+    "ReplicaSet": ListWatchSpec("/apis/apps/v1/replicasets"),
+    "StatefulSet": ListWatchSpec("/apis/apps/v1/statefulsets"),
+}
 
 
 def object_key(obj: Json) -> str:
@@ -286,3 +294,17 @@ def namespace_informer(
 ) -> Informer[Namespace]:
     """Namespaces as name + labels: InterPodAffinity resolves namespaceSelectors against them."""
     return Informer(rest, NAMESPACES, transform, name="namespaces", **kwargs)
+
+
+def service_informer(rest: RestClient, **kwargs: Any) -> Informer[Service]:
+    """Services reduced to their selectors (PodTopologySpread's default constraints)."""
+    return Informer(rest, SERVICES, parse_service, name="services", **kwargs)
+
+
+def workload_informer(rest: RestClient, kind: str, **kwargs: Any) -> Informer[Workload]:
+    """ReplicationControllers, ReplicaSets or StatefulSets reduced to their selectors."""
+
+    def transform(obj: Json) -> Workload:
+        return parse_workload(kind, obj)
+
+    return Informer(rest, WORKLOADS[kind], transform, name=f"{kind.lower()}s", **kwargs)

@@ -15,12 +15,14 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import FrameType
+from typing import Any
 
 import structlog
 
 from scheduler import __version__
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
+from scheduler.api.spread import Service, Workload
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.backend.queue import QueueProfile, SchedulingQueue
 from scheduler.client.api import KubeApi
@@ -28,11 +30,14 @@ from scheduler.client.config import ConfigError as ClientConfigError
 from scheduler.client.config import load_client_config
 from scheduler.client.events import EventRecorder
 from scheduler.client.informer import (
+    WORKLOADS,
     Informer,
     namespace_informer,
     node_informer,
     pdb_informer,
     pod_informer,
+    service_informer,
+    workload_informer,
 )
 from scheduler.client.leaderelection import LeaderElectionConfig, LeaderElector
 from scheduler.client.rest import RestClient
@@ -125,6 +130,11 @@ class App:
         self.features = self.options.feature_gates
         self.pdbs: Informer[PodDisruptionBudget] = pdb_informer(self.rest)
         self.namespaces: Informer[Namespace] = namespace_informer(self.rest)
+        # Selectors for PodTopologySpread's default constraints (helper.DefaultSelector).
+        self.services: Informer[Service] = service_informer(self.rest)
+        self.workloads: dict[str, Informer[Workload]] = {
+            kind: workload_informer(self.rest, kind) for kind in WORKLOADS
+        }
         services = FrameworkServices(
             snapshot=lambda: self.snapshot,
             api=self.api,
@@ -134,6 +144,8 @@ class App:
             pod_lookup=lambda key: self.pods.get(key),  # noqa: PLW0108 (pods is built below)
             namespace_lookup=self.namespaces.get,
             namespace_list=self.namespaces.list,
+            services=self._services_in,
+            workload=self._workload,
         )
         self.frameworks = build_frameworks(config, self.registry, services)
         self.queue = build_queue(
@@ -176,10 +188,28 @@ class App:
             configz=config.to_dict,
         )
 
+    def _services_in(self, namespace: str) -> list[Service]:
+        return [s for s in self.services.list() if s.namespace == namespace]
+
+    def _workload(self, kind: str, namespace: str, name: str) -> Workload | None:
+        informer = self.workloads.get(kind)
+        return informer.get(f"{namespace}/{name}") if informer is not None else None
+
+    def _informers(self) -> list[Informer[Any]]:
+        """Every informer, in start order (the pods last: their handlers read the rest)."""
+        return [
+            self.namespaces,
+            self.pdbs,
+            self.services,
+            *self.workloads.values(),
+            self.nodes,
+            self.pods,
+        ]
+
     # --- health -----------------------------------------------------------------------------
 
     def informers_synced(self) -> bool:
-        return all(inf.has_synced() for inf in (self.pods, self.nodes, self.pdbs, self.namespaces))
+        return all(inf.has_synced() for inf in self._informers())
 
     def readiness(self) -> list[tuple[str, bool]]:
         """kube-scheduler's readyz: the informers synced (the loop may wait for the lease)."""
@@ -198,9 +228,9 @@ class App:
         if self._informers_started:
             return
         self._informers_started = True
-        for informer in (self.namespaces, self.pdbs, self.nodes, self.pods):
+        for informer in self._informers():
             informer.start()
-        for informer in (self.namespaces, self.pdbs, self.nodes, self.pods):
+        for informer in self._informers():
             if not informer.wait_for_sync(SYNC_TIMEOUT):
                 raise RuntimeError(f"timed out waiting for the {informer.name} informer to sync")
         log.info(
@@ -291,7 +321,7 @@ class App:
             self.scheduler.stop()
         if self.elector is not None:
             self.elector.stop()
-        for informer in (self.pods, self.nodes, self.pdbs, self.namespaces):
+        for informer in reversed(self._informers()):
             informer.stop(timeout=2.0)
         # Events are best effort (as client-go's broadcaster): a short flush, then exit.
         self.recorder.stop(timeout=EVENT_FLUSH_ON_STOP)

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Pod, PodDisruptionBudget
+from scheduler.api.spread import Service, Workload
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.node_table import BoolColumn, NodeTable
@@ -250,6 +251,15 @@ class Handle(Protocol):
 
     def namespaces(self) -> list[Namespace]:
         """Every namespace the informer knows: a namespaceSelector is resolved against them."""
+        ...
+
+    def services(self, namespace: str) -> list[Service]:
+        """The Services of a namespace (their selectors), for default topology spreading."""
+        ...
+
+    def workload(self, kind: str, namespace: str, name: str) -> Workload | None:
+        """The ReplicationController, ReplicaSet or StatefulSet namespace/name (None if
+        unknown), for default topology spreading."""
         ...
 
     def get_pod(self, key: str) -> Pod | None:

@@ -15,6 +15,7 @@ from scheduler.plugins import (
     node_ports,
     node_unschedulable,
     noderesources,
+    pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
@@ -35,6 +36,7 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
     (image_locality.NAME, image_locality.SPEC),
     (node_declared_features.NAME, node_declared_features.SPEC),
     (inter_pod_affinity.NAME, inter_pod_affinity.SPEC),
+    (pod_topology_spread.NAME, pod_topology_spread.SPEC),
 )
 
 

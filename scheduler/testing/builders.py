@@ -42,6 +42,8 @@ def pod_json(
     start_time: str | None = None,
     deletion_timestamp: str | None = None,
     conditions: list[dict[str, str]] | None = None,
+    topology_spread_constraints: list[dict[str, Any]] | None = None,
+    owner_references: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A pod as the API server would return it, with only the given fields set."""
     reqs = dict(requests or {})
@@ -74,6 +76,8 @@ def pod_json(
         spec["schedulingGates"] = [{"name": g} for g in scheduling_gates]
     if preemption_policy is not None:
         spec["preemptionPolicy"] = preemption_policy
+    if topology_spread_constraints:
+        spec["topologySpreadConstraints"] = topology_spread_constraints
     status: dict[str, Any] = {"phase": "Running" if start_time else "Pending"}
     if nominated_node_name:
         status["nominatedNodeName"] = nominated_node_name
@@ -81,7 +85,11 @@ def pod_json(
         status["startTime"] = start_time
     if conditions:
         status["conditions"] = conditions
-    metadata_extra = {"deletionTimestamp": deletion_timestamp} if deletion_timestamp else {}
+    metadata_extra: dict[str, Any] = (
+        {"deletionTimestamp": deletion_timestamp} if deletion_timestamp else {}
+    )
+    if owner_references:
+        metadata_extra["ownerReferences"] = owner_references
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
+from scheduler.api.spread import Service, Workload
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
@@ -39,7 +40,8 @@ class FakeHandle:
 
     `snap` is what `snapshot()` serves, `pods` what `get_pod()` finds (by namespace/name),
     `pdb_list` what `pdbs()` returns, `namespace_list` the namespaces `namespace_labels()` and
-    `namespaces()` know; `activated` collects pods passed to `activate()`.
+    `namespaces()` know, `service_list` and `workloads` what `services()` and `workload()`
+    find; `activated` collects pods passed to `activate()`.
     The nominated-pods and PreFilter-extension runners succeed without running anything: a
     plugin that needs them is tested with the in-process scheduler, not a fake handle.
     """
@@ -53,6 +55,8 @@ class FakeHandle:
     pdb_list: list[PodDisruptionBudget] = field(default_factory=list)
     pods: dict[str, Pod] = field(default_factory=dict)
     namespace_list: list[Namespace] = field(default_factory=list)
+    service_list: list[Service] = field(default_factory=list)
+    workloads: list[Workload] = field(default_factory=list)
     activated: list[Pod] = field(default_factory=list)
 
     def snapshot(self) -> Snapshot:
@@ -84,6 +88,15 @@ class FakeHandle:
 
     def namespaces(self) -> list[Namespace]:
         return list(self.namespace_list)
+
+    def services(self, namespace: str) -> list[Service]:
+        return [s for s in self.service_list if s.namespace == namespace]
+
+    def workload(self, kind: str, namespace: str, name: str) -> Workload | None:
+        for w in self.workloads:
+            if (w.kind, w.namespace, w.name) == (kind, namespace, name):
+                return w
+        return None
 
     def activate(self, pods: Iterable[Pod]) -> None:
         self.activated.extend(pods)

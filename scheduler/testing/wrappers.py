@@ -56,6 +56,37 @@ class PodWrapper:
         self._kw.setdefault("labels", {})[key] = value
         return self
 
+    def spread(
+        self,
+        max_skew: int,
+        topology_key: str,
+        when_unsatisfiable: str,
+        selector: Mapping[str, Any] | None,
+        **extra: Any,
+    ) -> Self:
+        """A topologySpreadConstraint; `selector` is the labelSelector object (None: nil),
+        `extra` the optional fields by their API names (minDomains, nodeAffinityPolicy...)."""
+        constraint: dict[str, Any] = {
+            "maxSkew": max_skew,
+            "topologyKey": topology_key,
+            "whenUnsatisfiable": when_unsatisfiable,
+            **extra,
+        }
+        if selector is not None:
+            constraint["labelSelector"] = dict(selector)
+        self._kw.setdefault("topology_spread_constraints", []).append(constraint)
+        return self
+
+    def owner(self, kind: str, name: str, api_version: str = "apps/v1") -> Self:
+        """A controller owner reference."""
+        ref = {"apiVersion": api_version, "kind": kind, "name": name, "uid": f"uid-{name}"}
+        self._kw.setdefault("owner_references", []).append({**ref, "controller": True})
+        return self
+
+    def terminating(self, timestamp: str = "2026-01-01T00:00:00Z") -> Self:
+        self._kw["deletion_timestamp"] = timestamp
+        return self
+
     def priority(self, value: int) -> Self:
         self._kw["priority"] = value
         return self

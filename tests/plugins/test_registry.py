@@ -37,6 +37,7 @@ KUBE_SCHEDULER_NAMES = {
     "ImageLocality",
     "NodeDeclaredFeatures",
     "InterPodAffinity",
+    "PodTopologySpread",
 }
 #: Default plugins of kube-scheduler this build does not have yet: registered as guards.
 GUARDED = {
@@ -44,7 +45,6 @@ GUARDED = {
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
-    "PodTopologySpread",
     "DynamicResources",
 }
 
@@ -114,6 +114,6 @@ def test_an_installed_plugin_replaces_the_guard_of_a_missing_default_plugin(
 ) -> None:
     mine = PluginSpec(lambda _args, _handle: object())  # type: ignore[arg-type,return-value]
     monkeypatch.setattr(
-        registry, "load_entry_point_plugins", lambda: Registry({"PodTopologySpread": mine})
+        registry, "load_entry_point_plugins", lambda: Registry({"DynamicResources": mine})
     )
-    assert registry.full_registry()["PodTopologySpread"] is mine
+    assert registry.full_registry()["DynamicResources"] is mine

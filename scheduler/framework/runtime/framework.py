@@ -11,6 +11,7 @@ import structlog
 
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Pod, PodDisruptionBudget
+from scheduler.api.spread import Service, Workload
 from scheduler.features import FeatureGates
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import (
@@ -45,6 +46,8 @@ class FrameworkServices:
     pod_lookup: Callable[[str], Pod | None] = lambda _key: None
     namespace_lookup: Callable[[str], Namespace | None] = lambda _name: None
     namespace_list: Callable[[], list[Namespace]] = list
+    services: Callable[[str], list[Service]] = lambda _namespace: []
+    workload: Callable[[str, str, str], Workload | None] = lambda _kind, _ns, _name: None
 
 
 class Framework(FilterPoints, ScorePoints, BindingPoints):
@@ -96,6 +99,12 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
 
     def namespaces(self) -> list[Namespace]:
         return self._services.namespace_list()
+
+    def services(self, namespace: str) -> list[Service]:
+        return self._services.services(namespace)
+
+    def workload(self, kind: str, namespace: str, name: str) -> Workload | None:
+        return self._services.workload(kind, namespace, name)
 
     def activate(self, pods: Iterable[Pod]) -> None:
         if self._activate is not None:

@@ -9,7 +9,6 @@ from scheduler.plugins.missing.guards import (
     MissingPluginGuard,
     Need,
     accept_any_args,
-    hard_spread_constraints,
     resource_claims,
     volumes_needing,
 )
@@ -21,7 +20,6 @@ def _spec(name: str, need: Need) -> PluginSpec:
 
 GUARDS: tuple[tuple[str, PluginSpec], ...] = (
     *((name, _spec(name, volumes_needing(sources))) for name, sources in STORAGE_SOURCES.items()),
-    ("PodTopologySpread", _spec("PodTopologySpread", hard_spread_constraints)),
     ("DynamicResources", _spec("DynamicResources", resource_claims)),
 )
 

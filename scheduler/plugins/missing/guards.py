@@ -2,10 +2,10 @@
 
 kube-pysched's default profile is kube-scheduler's full list. A default plugin it lacks is not
 dropped quietly: a guard stands in its place, under the plugin's name, and rejects in PreFilter
-every pod that uses what the plugin would check (a PersistentVolumeClaim, a resource claim, a
-hard topology spread constraint), so such a pod stays Pending with a message naming the
-missing plugin instead of being placed against a constraint nobody checked. Pods that use none
-of it are scheduled as usual. Score-only behaviour (soft constraints) is not guarded.
+every pod that uses what the plugin would check (a PersistentVolumeClaim or generic ephemeral
+volume, a resource claim), so such a pod stays Pending with a message naming the missing
+plugin instead of being placed against a constraint nobody checked. Pods that use none of it
+are scheduled as usual.
 """
 
 from __future__ import annotations
@@ -47,13 +47,6 @@ def volumes_needing(sources: tuple[str, ...]) -> Need:
 
 def resource_claims(pod: Pod, _handle: Handle) -> str:
     return "resource claims" if pod.resource_claims else ""
-
-
-def hard_spread_constraints(pod: Pod, _handle: Handle) -> str:
-    hard = [
-        c for c in pod.topology_spread_constraints if c.get("whenUnsatisfiable") == "DoNotSchedule"
-    ]
-    return "topology spread constraints (DoNotSchedule)" if hard else ""
 
 
 #: The framework only reads a Skip status (never mutates it), so one instance serves all.

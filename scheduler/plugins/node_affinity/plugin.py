@@ -82,6 +82,22 @@ def _selector_mask(selector: NodeSelector, table: NodeTable) -> BoolColumn:
     return mask
 
 
+def matches_pod_required_affinity(pod: Pod, node: Node) -> bool:
+    """Whether the node satisfies the pod's nodeSelector and required node affinity
+    (component-helpers' GetRequiredNodeAffinity(pod).Match; PodTopologySpread reads it too)."""
+    return _matches_required(pod, node)
+
+
+def pod_required_affinity_mask(pod: Pod, table: NodeTable) -> BoolColumn:
+    """`matches_pod_required_affinity` for every row at once."""
+    mask: BoolColumn = np.ones(table.n, np.bool_)
+    for key, value in pod.node_selector.items():
+        mask &= table.requirement_mask(Requirement(key, IN, frozenset((value,))))
+    if pod.required_node_affinity is not None:
+        mask &= _selector_mask(pod.required_node_affinity, table)
+    return mask
+
+
 def _preferred_score(terms: tuple[PreferredSchedulingTerm, ...], node: Node) -> int:
     return sum(t.weight for t in terms if t.term.matches(node.name, node.labels))
 
@@ -150,11 +166,7 @@ class NodeAffinity:
         mask: BoolColumn = np.ones(table.n, np.bool_)
         if self.args.added_required is not None:
             mask &= _selector_mask(self.args.added_required, table)
-        for key, value in pod.node_selector.items():
-            mask &= table.requirement_mask(Requirement(key, IN, frozenset((value,))))
-        if pod.required_node_affinity is not None:
-            mask &= _selector_mask(pod.required_node_affinity, table)
-        return mask
+        return mask & pod_required_affinity_mask(pod, table)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
         if not pod.preferred_node_affinity and not self.args.added_preferred:

@@ -77,17 +77,6 @@ def test_resource_claims_need_dynamic_resources() -> None:
     assert skipped(pre_filter("DynamicResources", make_pod("plain")))
 
 
-def test_only_hard_spread_constraints_need_pod_topology_spread() -> None:
-    hard = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
-    soft = dict(hard, whenUnsatisfiable="ScheduleAnyway")
-    assert rejected(
-        pre_filter("PodTopologySpread", pod_with(topologySpreadConstraints=[soft, hard])),
-        "PodTopologySpread",
-        "topology spread constraints (DoNotSchedule)",
-    )
-    assert skipped(pre_filter("PodTopologySpread", pod_with(topologySpreadConstraints=[soft])))
-
-
 def test_guards_accept_the_args_kube_scheduler_configurations_give_them() -> None:
     spec = in_tree_registry()["VolumeBinding"]
     assert spec.decode_args is not None
