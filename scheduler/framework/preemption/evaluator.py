@@ -54,7 +54,11 @@ class PreemptionPolicy(Protocol):
         node_info: NodeInfo,
         pdbs: list[PodDisruptionBudget],
     ) -> tuple[list[Pod], int, Status | None]:
-        """(victims most important first, PDB violations, None) or a rejecting Status."""
+        """(victims most important first, PDB violations, None) or a rejecting Status.
+
+        `state` and `node_info` are the cycle's own: copy them before changing anything. (Copying
+        only for nodes that hold potential victims is what keeps a dry run over thousands of
+        nodes cheap: most nodes of a pod that fits nowhere have none.)"""
         ...
 
 
@@ -187,7 +191,7 @@ class Evaluator:
         for i in range(count):
             info = potential[(offset + i) % count]
             victims, violations, status = self._policy.select_victims_on_node(
-                state.clone(), pod, info.snapshot(), pdbs
+                state, pod, info, pdbs
             )
             if status is None and victims:
                 bucket = violating if violations else non_violating

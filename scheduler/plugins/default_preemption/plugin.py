@@ -118,11 +118,13 @@ class DefaultPreemption:
         node_info: NodeInfo,
         pdbs: list[PodDisruptionBudget],
     ) -> tuple[list[Pod], int, Status | None]:
-        """The fewest lower-priority pods to evict from `node_info` (a private copy)."""
+        """The fewest lower-priority pods to evict from `node_info`; works on copies of it
+        and of `state`, made only once the node has potential victims."""
         handle = self._handle
         potential = [p for p in node_info.pods if p.priority < pod.priority]
         if not potential:
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+        state, node_info = state.clone(), node_info.snapshot()
 
         def remove(victim: Pod) -> Status | None:
             node_info.remove_pod(victim)

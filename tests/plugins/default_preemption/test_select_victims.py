@@ -175,3 +175,18 @@ def test_number_of_candidates(percentage: int, absolute: int, nodes: int, expect
         assert 0 <= offset < nodes and count == expected
     finally:
         h.close()
+
+
+def test_the_cycles_node_and_state_are_left_as_they_were(h: Harness) -> None:
+    """The evaluator hands over the cycle's own NodeInfo and CycleState (no copy per node):
+    the policy copies them before removing and re-adding victims."""
+    h.add_node(make_node("n", cpu="4"))
+    running(h, "low", "n", 1, "3")
+    preemptor = make_pod("pending", priority=10, cpu="2")
+    state = prefiltered_state(h, preemptor)
+    info = h.snapshot.get("n")
+    assert info is not None
+    pods, generation = list(info.pods), info.generation
+    victims, _, status = plugin(h).select_victims_on_node(state, preemptor, info, [])
+    assert status is None and [v.name for v in victims] == ["low"]
+    assert info.pods == pods and info.generation == generation
