@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
 
@@ -200,6 +200,44 @@ class InformerStore(Generic[T]):
             versions.pop(key, None)
             self._deleted(key, old)
         self.synced.set()
+
+
+class Namespaced(Protocol):
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=Namespaced)
+
+
+class NamespaceIndex(Generic[N]):
+    """An informer's objects by namespace, kept by its handlers: one namespace's objects
+    without going through every object of the cluster (as client-go's namespace index)."""
+
+    def __init__(self, informer: Informer[N]) -> None:
+        self._lock = threading.Lock()
+        self._by_namespace: dict[str, dict[str, N]] = {}
+        informer.add_event_handler(self._put, lambda _old, new: self._put(new), self._drop)
+
+    def _put(self, obj: N) -> None:
+        with self._lock:
+            self._by_namespace.setdefault(obj.namespace, {})[obj.name] = obj
+
+    def _drop(self, obj: N) -> None:
+        with self._lock:
+            objects = self._by_namespace.get(obj.namespace)
+            if objects is not None:
+                objects.pop(obj.name, None)
+                if not objects:
+                    del self._by_namespace[obj.namespace]
+
+    def list(self, namespace: str) -> list[N]:
+        with self._lock:
+            objects = self._by_namespace.get(namespace)
+            return list(objects.values()) if objects else []
 
 
 class Informer(Generic[T]):

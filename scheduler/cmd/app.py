@@ -32,6 +32,7 @@ from scheduler.client.events import EventRecorder
 from scheduler.client.informer import (
     WORKLOADS,
     Informer,
+    NamespaceIndex,
     namespace_informer,
     node_informer,
     pdb_informer,
@@ -132,6 +133,7 @@ class App:
         self.namespaces: Informer[Namespace] = namespace_informer(self.rest)
         # Selectors for PodTopologySpread's default constraints (helper.DefaultSelector).
         self.services: Informer[Service] = service_informer(self.rest)
+        self._services_by_namespace = NamespaceIndex(self.services)
         self.workloads: dict[str, Informer[Workload]] = {
             kind: workload_informer(self.rest, kind) for kind in WORKLOADS
         }
@@ -144,7 +146,7 @@ class App:
             pod_lookup=lambda key: self.pods.get(key),  # noqa: PLW0108 (pods is built below)
             namespace_lookup=self.namespaces.get,
             namespace_list=self.namespaces.list,
-            services=self._services_in,
+            services=self._services_by_namespace.list,
             workload=self._workload,
         )
         self.frameworks = build_frameworks(config, self.registry, services)
@@ -187,9 +189,6 @@ class App:
             liveness=self.liveness,
             configz=config.to_dict,
         )
-
-    def _services_in(self, namespace: str) -> list[Service]:
-        return [s for s in self.services.list() if s.namespace == namespace]
 
     def _workload(self, kind: str, namespace: str, name: str) -> Workload | None:
         informer = self.workloads.get(kind)
