@@ -49,6 +49,7 @@ class NodeTable:
     soft_taints: BoolColumn
     has_ports: BoolColumn
     anti_affinity_pods: IntColumn
+    present: BoolColumn  # the NodeInfo has its Node (a node's pods may arrive before it)
 
     def __init__(self, infos: list[NodeInfo], previous: NodeTable | None = None) -> None:
         """Builds the columns over `infos`; rows whose NodeInfo `previous` already holds are
@@ -133,6 +134,7 @@ class NodeTable:
         self.nz_mem[i] = info.non_zero_requested.memory
         self.has_ports[i] = len(info.used_ports) > 0
         self.anti_affinity_pods[i] = info.required_anti_affinity_pods
+        self.present[i] = info.node is not None
         for name, (alloc_col, req_col) in self._scalar.items():
             alloc_col[i] = alloc.scalar.get(name, 0)
             req_col[i] = req.scalar.get(name, 0)
@@ -241,6 +243,7 @@ _COLUMNS: tuple[tuple[str, type[np.generic]], ...] = (
     ("soft_taints", np.bool_),
     ("has_ports", np.bool_),
     ("anti_affinity_pods", np.int64),
+    ("present", np.bool_),
 )
 
 

@@ -55,9 +55,7 @@ class TableView:
     def __init__(self, table: NodeTable, pod: Pod) -> None:
         self.table = table
         self.pod = pod
-        self.present: BoolColumn = np.fromiter(
-            (info.node is not None for info in table.infos), np.bool_, table.n
-        )
+        self.present: BoolColumn = table.present
         self._affinity: BoolColumn | None = None
         self._tolerated: BoolColumn | None = None
         self._domains: dict[str, tuple[IntColumn, tuple[str, ...]]] = {}
