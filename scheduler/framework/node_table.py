@@ -63,6 +63,7 @@ class NodeTable:
         self._labels: _LabelIndex | None = None
         self._images: ImageIndex | None = None
         self._domains: dict[str, tuple[IntColumn, tuple[str, ...]]] = {}
+        self._domain_slots: dict[str, dict[str, int]] = {}
         self._pods: PodIndex | None = None
         if previous is None or previous.n == 0:
             source = None
@@ -111,6 +112,7 @@ class NodeTable:
         ):
             self._labels = None
             self._domains = {}
+            self._domain_slots = {}
         if self._pods is not None:
             self._pods.node_changed(i, old, info)
         if self._images is not None:
@@ -196,6 +198,15 @@ class NodeTable:
                         ids[i] = values.setdefault(value, len(values))
             ids.flags.writeable = False
             found = self._domains[key] = (ids, tuple(values))
+        return found
+
+    def domain_slots(self, key: str) -> Mapping[str, int]:
+        """The inverse of `topology_domains(key)`'s values: value -> its index. Shared: do not
+        modify (copy first)."""
+        found = self._domain_slots.get(key)
+        if found is None:
+            _, values = self.topology_domains(key)
+            found = self._domain_slots[key] = {value: i for i, value in enumerate(values)}
         return found
 
     def pod_counts(self, key: Hashable, matches: Callable[[Pod], bool]) -> IntColumn:

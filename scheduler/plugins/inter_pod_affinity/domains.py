@@ -8,6 +8,8 @@ table was built): it gets a new slot.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import numpy.typing as npt
 
@@ -19,17 +21,20 @@ class DomainCounts:
 
     __slots__ = ("counts", "ids", "index", "key", "total")
 
-    def __init__(self, key: str, ids: IntColumn, values: tuple[str, ...]) -> None:
+    def __init__(self, key: str, ids: IntColumn, index: Mapping[str, int]) -> None:
         self.key = key
         self.ids = ids  # per table row: the domain's slot, -1 without the label (shared)
-        self.index = {value: i for i, value in enumerate(values)}
-        self.counts: IntColumn = np.zeros(len(values), np.int64)
+        # value -> slot, shared with the table and never modified (a hostname key has a value
+        # per node: building it per cycle, and keeping it with every state a binding holds,
+        # cost more than the counts); a value the table does not have gets a grown copy.
+        self.index = index
+        self.counts: IntColumn = np.zeros(len(index), np.int64)
         self.total = 0
 
     @classmethod
     def over(cls, table: NodeTable, key: str) -> DomainCounts:
-        ids, values = table.topology_domains(key)
-        return cls(key, ids, values)
+        ids, _ = table.topology_domains(key)
+        return cls(key, ids, table.domain_slots(key))
 
     def add_rows(self, rows: npt.NDArray[np.intp], amounts: IntColumn) -> bool:
         """Adds `amounts[i]` to the domain of row `rows[i]`; rows without the label are left
@@ -55,7 +60,9 @@ class DomainCounts:
         """Adds to the domain `value` (PreFilterExtensions: one pod added or removed)."""
         slot = self.index.get(value)
         if slot is None:
-            slot = self.index[value] = len(self.counts)
+            grown = dict(self.index)
+            slot = grown[value] = len(self.counts)
+            self.index = grown
             self.counts = np.append(self.counts, 0)
         self.counts[slot] += amount
         self.total += amount
@@ -83,7 +90,7 @@ class DomainCounts:
         copy = DomainCounts.__new__(DomainCounts)
         copy.key = self.key
         copy.ids = self.ids
-        copy.index = dict(self.index)
+        copy.index = self.index
         copy.counts = self.counts.copy()
         copy.total = self.total
         return copy
