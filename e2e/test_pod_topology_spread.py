@@ -92,6 +92,7 @@ def make_nodes(
     """Nodes named after `labels_by_node`'s keys in the side's group (key -> node name), once
     the side's scheduler has them in its cache (see `prime`)."""
     names = {}
+    taints = [t for t in kw.get("taints", {}).values() if t]
     for key, labels in labels_by_node.items():
         node = kwok_nodes(
             1,
@@ -102,16 +103,27 @@ def make_nodes(
             taints=kw.get("taints", {}).get(key),
         )[0]
         names[key] = node.metadata.name
-    prime(core, namespace, side, list(names.values()))
+    prime(core, namespace, side, list(names.values()), [t for ts in taints for t in ts])
     return names
 
 
-def prime(core: k8s.CoreV1Api, namespace: str, side: Side, nodes: list[str]) -> None:
+def prime(
+    core: k8s.CoreV1Api,
+    namespace: str,
+    side: Side,
+    nodes: list[str],
+    test_taints: list[Mapping[str, str]],
+) -> None:
     """A probe pod per node, scheduled by the side's scheduler onto that node and deleted.
 
     Nodes and pods come through separate watches, so a scheduler may place a pod before it
     knows a node the test has just created; once a probe is bound there, the node is in its
-    cache, and the probe's deletion precedes every later pod on the pods watch."""
+    cache, and the probe's deletion precedes every later pod on the pods watch. The probe
+    tolerates only the taints the test gave the node: a new node carries the node lifecycle
+    controller's `node.kubernetes.io/not-ready` taint until that controller notices it is Ready
+    (seconds, more on a busy machine), and a probe tolerating everything would bind while the
+    scheduler still sees the node tainted for the scenario's pods."""
+    tolerations = [{"key": t["key"], "operator": "Exists"} for t in test_taints]
     probes = []
     for node in nodes:
         body = pod_manifest(
@@ -120,7 +132,8 @@ def prime(core: k8s.CoreV1Api, namespace: str, side: Side, nodes: list[str]) -> 
             node_selector={HOSTNAME: node},
             labels={"app": "probe"},
         )
-        body["spec"]["tolerations"] = [{"operator": "Exists"}]
+        if tolerations:
+            body["spec"]["tolerations"] = tolerations
         probes.append(body)
     create(core, namespace, probes)
     names = [p["metadata"]["name"] for p in probes]
