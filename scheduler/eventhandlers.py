@@ -1,4 +1,4 @@
-"""Informer callbacks: route pod and node events to the cache and the scheduling queue.
+"""Informer callbacks: route pod, node and storage events to the cache and the scheduling queue.
 
 Follows kube-scheduler's eventhandlers.go: assigned pods go to the cache, unassigned pods whose
 schedulerName is one of our profiles go to the queue, and every change that may make waiting
@@ -25,6 +25,9 @@ from scheduler.framework.events import (
     EVENT_UNSCHEDULED_POD_ADD,
     EVENT_UNSCHEDULED_POD_DELETE,
     EVENT_UNSCHEDULED_POD_UPDATE,
+    ActionType,
+    ClusterEvent,
+    EventResource,
     node_scheduling_properties_change,
     pod_scheduling_properties_change,
 )
@@ -99,6 +102,35 @@ class EventHandlers:
         except CacheError as err:
             log.error("scheduler cache RemoveNode failed", node=node.name, error=str(err))
         _observe(EVENT_NODE_DELETE.label, start)
+
+    # --- storage objects (and any other kind whose changes only move pods) ---------------
+
+    def resource_handlers(
+        self, resource: EventResource
+    ) -> tuple[Callable[[Any], None], Callable[[Any, Any], None], Callable[[Any], None]]:
+        """(on_add, on_update, on_delete) turning changes of `resource` into the generic
+        Add / Update / Delete cluster events, as kube-scheduler's buildEvtResHandler."""
+        add, update, delete = (
+            ClusterEvent(resource, action)
+            for action in (ActionType.ADD, ActionType.UPDATE, ActionType.DELETE)
+        )
+
+        def on_add(obj: Any) -> None:
+            start = time.perf_counter()
+            self.queue.move_all_to_active_or_backoff_queue(add, None, obj)
+            _observe(add.label, start)
+
+        def on_update(old: Any, new: Any) -> None:
+            start = time.perf_counter()
+            self.queue.move_all_to_active_or_backoff_queue(update, old, new)
+            _observe(update.label, start)
+
+        def on_delete(obj: Any) -> None:
+            start = time.perf_counter()
+            self.queue.move_all_to_active_or_backoff_queue(delete, obj, None)
+            _observe(delete.label, start)
+
+        return on_add, on_update, on_delete
 
     # --- pods -------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ code that needs a changed pod (assume, nominate) makes a shallow copy with `repl
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,11 +79,13 @@ class OwnerReference:
 @dataclass(frozen=True, slots=True)
 class PodVolume:
     """A pod volume: its name, the kind of its source (the VolumeSource key, e.g.
-    `persistentVolumeClaim`, `ephemeral`, `csi`) and the claim it names, for PVC volumes."""
+    `persistentVolumeClaim`, `ephemeral`, `csi`), the claim it names, for PVC volumes, and the
+    source's own fields (an inline CSI driver, an in-tree disk's id, `readOnly`)."""
 
     name: str
     source: str
     claim_name: str = ""
+    spec: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -215,8 +215,9 @@ def _image_refs(spec: JsonView) -> tuple[str, ...]:
 
 def _volume(raw: JsonView) -> PodVolume:
     source = next((key for key in raw if key != "name"), "")
+    spec = raw.get(source) if source else None
     claim = (raw.get("persistentVolumeClaim") or {}).get("claimName", "")
-    return PodVolume(raw.get("name", ""), source, claim)
+    return PodVolume(raw.get("name", ""), source, claim, spec if isinstance(spec, dict) else {})
 
 
 def parse_node(obj: JsonView) -> Node:

@@ -41,6 +41,14 @@ def lease_path(namespace: str, name: str = "") -> str:
     return f"{base}/{_seg(name)}" if name else base
 
 
+def volume_path(name: str) -> str:
+    return f"/api/v1/persistentvolumes/{_seg(name)}"
+
+
+def claim_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{_seg(namespace)}/persistentvolumeclaims/{_seg(name)}"
+
+
 def events_path(namespace: str, name: str = "") -> str:
     base = f"/apis/events.k8s.io/v1/namespaces/{_seg(namespace)}/events"
     return f"{base}/{_seg(name)}" if name else base
@@ -125,6 +133,21 @@ class KubeApi:
         """PUT of the whole object; its metadata.resourceVersion makes it conditional."""
         name = lease["metadata"]["name"]
         result: Json = self.rest.put(lease_path(namespace, name), lease, within=within)
+        return result
+
+    # --- volumes ----------------------------------------------------------------------------
+
+    def update_persistent_volume(self, volume: Json) -> Json:
+        """PUT of a whole PersistentVolume (VolumeBinding's claimRef); conditional on its
+        resourceVersion, so a volume changed meanwhile is a conflict, never overwritten."""
+        name = volume["metadata"]["name"]
+        result: Json = self.rest.put(volume_path(name), volume)
+        return result
+
+    def update_persistent_volume_claim(self, claim: Json) -> Json:
+        """PUT of a whole PersistentVolumeClaim (the selected-node annotation); conditional."""
+        meta = claim["metadata"]
+        result: Json = self.rest.put(claim_path(meta["namespace"], meta["name"]), claim)
         return result
 
     # --- events -----------------------------------------------------------------------------

@@ -42,12 +42,15 @@ from scheduler.client.informer import (
 )
 from scheduler.client.leaderelection import LeaderElectionConfig, LeaderElector
 from scheduler.client.rest import RestClient
+from scheduler.client.storage import StorageInformers
 from scheduler.clock import RealClock
 from scheduler.cmd.options import Options
 from scheduler.cmd.server import HealthServer
 from scheduler.config.types import KubeSchedulerConfiguration
 from scheduler.eventhandlers import EventHandlers, PodTransform, transform_node
 from scheduler.features import FeatureGates
+from scheduler.framework.events import EventResource
+from scheduler.framework.interface import StorageLister
 from scheduler.framework.profile_spec import ProfileSpec
 from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework, FrameworkError, FrameworkServices
@@ -148,7 +151,10 @@ class App:
             namespace_list=self.namespaces.list,
             services=self._services_by_namespace.list,
             workload=self._workload,
+            storage=self._storage_lister,
         )
+        self.storage: StorageInformers | None = None
+        self._storage_closed = False
         self.frameworks = build_frameworks(config, self.registry, services)
         self.queue = build_queue(
             self.frameworks,
@@ -159,6 +165,10 @@ class App:
         self.pods: Informer[Pod] = pod_informer(self.rest, PodTransform(self.frameworks))
         self.nodes: Informer[Node] = node_informer(self.rest, transform_node)
         handlers = EventHandlers(self.cache, self.queue, self.frameworks)
+        self._storage_closed = True
+        if self.storage is not None:
+            for resource, informer in self.storage.informers.items():
+                informer.add_event_handler(*handlers.resource_handlers(EventResource(resource)))
         self.nodes.add_event_handler(
             handlers.on_node_add, handlers.on_node_update, handlers.on_node_delete
         )
@@ -194,13 +204,26 @@ class App:
         informer = self.workloads.get(kind)
         return informer.get(f"{namespace}/{name}") if informer is not None else None
 
+    def _storage_lister(self) -> StorageLister:
+        """The storage informers, built on a plugin's first request while plugins are built."""
+        if self.storage is None:
+            if self._storage_closed:
+                raise RuntimeError(
+                    "Handle.storage() was first called after the plugins were built; "
+                    "a plugin must ask for it in its constructor"
+                )
+            self.storage = StorageInformers(self.rest)
+        return self.storage
+
     def _informers(self) -> list[Informer[Any]]:
         """Every informer, in start order (the pods last: their handlers read the rest)."""
+        storage = list(self.storage.informers.values()) if self.storage is not None else []
         return [
             self.namespaces,
             self.pdbs,
             self.services,
             *self.workloads.values(),
+            *storage,
             self.nodes,
             self.pods,
         ]

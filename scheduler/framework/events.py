@@ -68,6 +68,11 @@ class EventResource(enum.StrEnum):
     NODE = "Node"
     PERSISTENT_VOLUME = "PersistentVolume"
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    CSI_NODE = "storage.k8s.io/CSINode"
+    CSI_DRIVER = "storage.k8s.io/CSIDriver"
+    VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
+    CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
+    STORAGE_CLASS = "storage.k8s.io/StorageClass"
     POD_DISRUPTION_BUDGET = "policy/PodDisruptionBudget"
     WILDCARD = "*"
 

@@ -15,9 +15,19 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.api.json_types import Json
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Pod, PodDisruptionBudget
 from scheduler.api.spread import Service, Workload
+from scheduler.api.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+)
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.node_table import BoolColumn, NodeTable
@@ -213,6 +223,33 @@ class ApiActions(Protocol):
 
     def patch_pod_status(self, pod: Pod, patch: Mapping[str, Any]) -> None: ...
 
+    def update_persistent_volume(self, volume: Json) -> Json: ...
+
+    def update_persistent_volume_claim(self, claim: Json) -> Json: ...
+
+
+class StorageLister(Protocol):
+    """The storage objects the informers hold (PersistentVolumeClaims, PersistentVolumes,
+    StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities, VolumeAttachments), read by
+    the volume plugins. A plugin's first Handle.storage() call is what starts those informers,
+    as a plugin's listers do in kube-scheduler's informer factory."""
+
+    def claim(self, namespace: str, name: str) -> PersistentVolumeClaim | None: ...
+
+    def volume(self, name: str) -> PersistentVolume | None: ...
+
+    def volumes(self) -> list[PersistentVolume]: ...
+
+    def storage_class(self, name: str) -> StorageClass | None: ...
+
+    def csi_node(self, name: str) -> CSINode | None: ...
+
+    def csi_driver(self, name: str) -> CSIDriver | None: ...
+
+    def capacities(self) -> list[CSIStorageCapacity]: ...
+
+    def volume_attachments(self) -> list[VolumeAttachment]: ...
+
 
 class EventRecorder(Protocol):
     def eventf(
@@ -260,6 +297,10 @@ class Handle(Protocol):
     def workload(self, kind: str, namespace: str, name: str) -> Workload | None:
         """The ReplicationController, ReplicaSet or StatefulSet namespace/name (None if
         unknown), for default topology spreading."""
+        ...
+
+    def storage(self) -> StorageLister:
+        """The storage objects (see StorageLister); calling it makes the process watch them."""
         ...
 
     def get_pod(self, key: str) -> Pod | None:

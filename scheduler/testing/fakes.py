@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from scheduler.api.json_types import Json
 from scheduler.api.objects import Pod
 
 
@@ -26,6 +27,9 @@ class FakeApi:
       "apiserver said no"; `fail_deletes` makes deletes raise it.
     * `hold_patches`: while it is an unset Event, status patches start (recorded in
       `patches_started`) and then wait for it, as a slow API server would make them.
+    * `volume_updates` / `claim_updates`: the PersistentVolume / PersistentVolumeClaim objects
+      PUT, in order (writes "volume" / "claim" with the object's name); each returns the object
+      with its resourceVersion incremented, as the API server would.
     * `wait_for(predicate)` blocks until a write makes `predicate()` true (no sleeping).
     """
 
@@ -33,6 +37,8 @@ class FakeApi:
     status_patches: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     deletes: list[str] = field(default_factory=list)
     writes: list[tuple[str, str]] = field(default_factory=list)
+    volume_updates: list[Json] = field(default_factory=list)
+    claim_updates: list[Json] = field(default_factory=list)
     fail_with: Exception | None = None
     fail_binds: bool = False
     fail_deletes: Exception | None = None
@@ -71,6 +77,21 @@ class FakeApi:
         if hold is not None and not hold.wait(timeout=30):
             raise AssertionError("a held status patch was never released")
         self._write("patch", pod.key, lambda: self.status_patches.append((pod.key, patch)))
+
+    def update_persistent_volume(self, volume: Json) -> Json:
+        return self._update("volume", self.volume_updates, volume)
+
+    def update_persistent_volume_claim(self, claim: Json) -> Json:
+        return self._update("claim", self.claim_updates, claim)
+
+    def _update(self, kind: str, log: list[Json], obj: Json) -> Json:
+        if self.fail_with is not None:
+            raise self.fail_with
+        meta = obj.get("metadata") or {}
+        rv = str(int(meta.get("resourceVersion") or 0) + 1)
+        stored: Json = {**obj, "metadata": {**meta, "resourceVersion": rv}}
+        self._write(kind, meta.get("name", ""), lambda: log.append(stored))
+        return stored
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
         """Returns once `predicate()` holds; AssertionError after `timeout` seconds."""

@@ -15,6 +15,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, Plugin, WaitingPod
 from scheduler.framework.registry import PluginSpec
 from scheduler.framework.status import Status
+from scheduler.framework.storage import StaticStorage
 from scheduler.framework.types import NodeInfo
 from scheduler.testing.fakes import FakeApi, FakeNominator, FakeRecorder
 
@@ -41,7 +42,8 @@ class FakeHandle:
     `snap` is what `snapshot()` serves, `pods` what `get_pod()` finds (by namespace/name),
     `pdb_list` what `pdbs()` returns, `namespace_list` the namespaces `namespace_labels()` and
     `namespaces()` know, `service_list` and `workloads` what `services()` and `workload()`
-    find; `activated` collects pods passed to `activate()`.
+    find, `static_storage` what `storage()` serves; `activated` collects pods passed to
+    `activate()`.
     The nominated-pods and PreFilter-extension runners succeed without running anything: a
     plugin that needs them is tested with the in-process scheduler, not a fake handle.
     """
@@ -57,6 +59,7 @@ class FakeHandle:
     namespace_list: list[Namespace] = field(default_factory=list)
     service_list: list[Service] = field(default_factory=list)
     workloads: list[Workload] = field(default_factory=list)
+    static_storage: StaticStorage = field(default_factory=StaticStorage)
     activated: list[Pod] = field(default_factory=list)
 
     def snapshot(self) -> Snapshot:
@@ -97,6 +100,9 @@ class FakeHandle:
             if (w.kind, w.namespace, w.name) == (kind, namespace, name):
                 return w
         return None
+
+    def storage(self) -> StaticStorage:
+        return self.static_storage
 
     def activate(self, pods: Iterable[Pod]) -> None:
         self.activated.extend(pods)

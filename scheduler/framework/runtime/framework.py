@@ -21,6 +21,7 @@ from scheduler.framework.interface import (
     PodNominator,
     QueueSortPlugin,
     SnapshotLister,
+    StorageLister,
 )
 from scheduler.framework.profile_spec import ProfileSpec
 from scheduler.framework.registry import Registry
@@ -28,6 +29,7 @@ from scheduler.framework.runtime.binding_points import BindingPoints
 from scheduler.framework.runtime.filter_points import FilterPoints
 from scheduler.framework.runtime.profile import build_profile
 from scheduler.framework.runtime.score_points import ScorePoints
+from scheduler.framework.storage import StaticStorage
 from scheduler.framework.types import QueuedPodInfo
 from scheduler.framework.waiting_pods import WaitingPod, WaitingPods
 
@@ -48,6 +50,8 @@ class FrameworkServices:
     namespace_list: Callable[[], list[Namespace]] = list
     services: Callable[[str], list[Service]] = lambda _namespace: []
     workload: Callable[[str, str, str], Workload | None] = lambda _kind, _ns, _name: None
+    # Called when a plugin first asks for storage objects (the process then watches them).
+    storage: Callable[[], StorageLister] = StaticStorage
 
 
 class Framework(FilterPoints, ScorePoints, BindingPoints):
@@ -105,6 +109,9 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
 
     def workload(self, kind: str, namespace: str, name: str) -> Workload | None:
         return self._services.workload(kind, namespace, name)
+
+    def storage(self) -> StorageLister:
+        return self._services.storage()
 
     def activate(self, pods: Iterable[Pod]) -> None:
         if self._activate is not None:
