@@ -56,8 +56,8 @@ def test_pods_needing_a_missing_plugin_wait_with_its_name_while_others_are_sched
     pvc = wait_unschedulable(core_v1, namespace, "with-pvc")
     claim = wait_unschedulable(core_v1, namespace, "with-resource-claim")
     assert pvc.reason == claim.reason == "Unschedulable"
-    assert GUARD_TEXT.format("VolumeRestrictions") in pvc.message, pvc.message
-    assert "persistentVolumeClaim volumes" in pvc.message
+    # VolumeRestrictions (no longer a guard) reads the claim's access modes first.
+    assert 'persistentvolumeclaim "data" not found' in pvc.message, pvc.message
     assert GUARD_TEXT.format("DynamicResources") in claim.message, claim.message
 
     others = [pod(f"plain-{i}") for i in range(5)]

@@ -11,6 +11,9 @@ DEFAULTS: Mapping[str, bool] = {
     "SchedulerAsyncPreemption": True,
     "PodLevelResources": True,
     "InPlacePodVerticalScaling": True,
+    # Beta, on by default since v1.37: NodeVolumeLimits honours CSIDriver
+    # preventPodSchedulingIfMissing.
+    "VolumeLimitScaling": True,
 }
 
 

@@ -294,6 +294,8 @@ class CSIDriver:
     attach_required: bool
     storage_capacity: bool
     """spec.storageCapacity: the scheduler must check CSIStorageCapacity objects."""
+    prevent_pod_scheduling_if_missing: bool = False
+    """spec.preventPodSchedulingIfMissing: pods need a node whose CSINode lists the driver."""
 
 
 def parse_csi_driver(obj: Mapping[str, Any]) -> CSIDriver:
@@ -303,6 +305,7 @@ def parse_csi_driver(obj: Mapping[str, Any]) -> CSIDriver:
         name=(obj.get("metadata") or {}).get("name", ""),
         attach_required=True if attach is None else bool(attach),
         storage_capacity=bool(spec.get("storageCapacity")),
+        prevent_pod_scheduling_if_missing=bool(spec.get("preventPodSchedulingIfMissing")),
     )
 
 

@@ -14,11 +14,14 @@ from scheduler.plugins import (
     node_name,
     node_ports,
     node_unschedulable,
+    node_volume_limits,
     noderesources,
     pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    volume_restrictions,
+    volume_zone,
 )
 
 _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
@@ -37,6 +40,9 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
     (node_declared_features.NAME, node_declared_features.SPEC),
     (inter_pod_affinity.NAME, inter_pod_affinity.SPEC),
     (pod_topology_spread.NAME, pod_topology_spread.SPEC),
+    (volume_restrictions.NAME, volume_restrictions.SPEC),
+    (node_volume_limits.NAME, node_volume_limits.SPEC),
+    (volume_zone.NAME, volume_zone.SPEC),
 )
 
 

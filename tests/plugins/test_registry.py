@@ -38,13 +38,13 @@ KUBE_SCHEDULER_NAMES = {
     "NodeDeclaredFeatures",
     "InterPodAffinity",
     "PodTopologySpread",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeZone",
 }
 #: Default plugins of kube-scheduler this build does not have yet: registered as guards.
 GUARDED = {
-    "VolumeRestrictions",
-    "NodeVolumeLimits",
     "VolumeBinding",
-    "VolumeZone",
     "DynamicResources",
 }
 

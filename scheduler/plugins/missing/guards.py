@@ -25,13 +25,8 @@ Need = Callable[[Pod, Handle], str]
 
 #: Volume sources each storage plugin checks (kube-scheduler v1.37).
 _CLAIMS = ("persistentVolumeClaim", "ephemeral")
-_IN_TREE_DISKS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
-_ATTACHABLE = ("csi", "gcePersistentDisk", "awsElasticBlockStore", "azureDisk", "cinder")
 STORAGE_SOURCES: Mapping[str, tuple[str, ...]] = {
-    "VolumeRestrictions": (*_CLAIMS, *_IN_TREE_DISKS),
-    "NodeVolumeLimits": (*_CLAIMS, *_ATTACHABLE),
     "VolumeBinding": _CLAIMS,
-    "VolumeZone": _CLAIMS,
 }
 
 

@@ -15,7 +15,7 @@ from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import FakeHandle, build_plugin, make_node, make_pod, make_snapshot
 from scheduler.testing.builders import pod_json
 
-STORAGE = ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone")
+STORAGE = ("VolumeBinding",)
 
 
 def pod_with(labels: dict[str, str] | None = None, **spec: Any) -> Pod:
@@ -65,10 +65,8 @@ def test_pods_without_checked_volumes_pass(name: str) -> None:
     assert skipped(pre_filter(name, make_pod("plain")))
 
 
-def test_inline_csi_volumes_need_node_volume_limits_only() -> None:
-    pod = pod_with(volumes=[CSI])
-    assert rejected(pre_filter("NodeVolumeLimits", pod), "NodeVolumeLimits", "csi volumes")
-    assert skipped(pre_filter("VolumeBinding", pod))
+def test_inline_csi_volumes_need_no_guard() -> None:
+    assert skipped(pre_filter("VolumeBinding", pod_with(volumes=[CSI])))
 
 
 def test_resource_claims_need_dynamic_resources() -> None:

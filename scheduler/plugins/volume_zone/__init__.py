@@ -1,0 +1,11 @@
+"""VolumeZone: a pod's bound PersistentVolumes' zone and region labels must match the node's;
+the code is in plugin.py."""
+
+from __future__ import annotations
+
+from scheduler.framework.registry import PluginSpec
+from scheduler.plugins.volume_zone.plugin import NAME, VolumeZone
+
+SPEC = PluginSpec(lambda _args, handle: VolumeZone(handle))
+
+__all__ = ["NAME", "SPEC"]
