@@ -19,6 +19,7 @@ from scheduler.plugins import (
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    volume_binding,
 )
 
 _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
@@ -37,6 +38,7 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
     (node_declared_features.NAME, node_declared_features.SPEC),
     (inter_pod_affinity.NAME, inter_pod_affinity.SPEC),
     (pod_topology_spread.NAME, pod_topology_spread.SPEC),
+    (volume_binding.NAME, volume_binding.SPEC),
 )
 
 

@@ -38,12 +38,12 @@ KUBE_SCHEDULER_NAMES = {
     "NodeDeclaredFeatures",
     "InterPodAffinity",
     "PodTopologySpread",
+    "VolumeBinding",
 }
 #: Default plugins of kube-scheduler this build does not have yet: registered as guards.
 GUARDED = {
     "VolumeRestrictions",
     "NodeVolumeLimits",
-    "VolumeBinding",
     "VolumeZone",
     "DynamicResources",
 }

@@ -30,7 +30,6 @@ _ATTACHABLE = ("csi", "gcePersistentDisk", "awsElasticBlockStore", "azureDisk", 
 STORAGE_SOURCES: Mapping[str, tuple[str, ...]] = {
     "VolumeRestrictions": (*_CLAIMS, *_IN_TREE_DISKS),
     "NodeVolumeLimits": (*_CLAIMS, *_ATTACHABLE),
-    "VolumeBinding": _CLAIMS,
     "VolumeZone": _CLAIMS,
 }
 
