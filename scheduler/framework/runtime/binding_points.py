@@ -143,7 +143,7 @@ class BindingPoints(FrameworkBase):
                 elif s.code == Code.ERROR:
                     status = Status(
                         Code.ERROR,
-                        f"running PreBindPreFlight {pl.name!r}: {s.message()}",
+                        f'running PreBindPreFlight "{pl.name}": {s.message()}',
                         plugin=pl.name,
                         error=s.error,
                     )
