@@ -12,6 +12,7 @@ that rejected it, a FailedScheduling event and a PodScheduled=False status patch
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
@@ -56,6 +57,7 @@ BINDING = "binding"
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 
 PodLookup = Callable[[str], "Pod | None"]
+_SKIP = Status(Code.SKIP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +202,23 @@ class ScheduleOne:
 
         if debug_enabled():
             log.debug("pod assumed, binding asynchronously", pod=assumed_pod.key, node=host)
-        self.s.binding_pool.submit(self._binding_cycle, fwk, state, result, assumed, start)
+        pre_flight = (
+            fwk.run_pre_bind_pre_flights(state, assumed_pod, host)
+            if fwk.pre_bind_plugins
+            else _SKIP
+        )
+        args = (fwk, state, result, assumed, start, pre_flight)
+        if pre_flight is None:
+            # PreBind may wait long (VolumeBinding: up to bindTimeoutSeconds), so this binding
+            # cycle gets a thread of its own, as upstream's goroutine, not a pool worker.
+            threading.Thread(
+                target=self._binding_cycle,
+                args=args,
+                name=f"prebind {assumed_pod.key}",
+                daemon=True,
+            ).start()
+        else:
+            self.s.binding_pool.submit(self._binding_cycle, *args)
 
     def _reject_on_node(
         self,
@@ -234,10 +252,11 @@ class ScheduleOne:
         result: ScheduleResult,
         assumed: QueuedPodInfo,
         start: float,
+        pre_flight: Status | None = None,
     ) -> None:
         self._binding_running.inc()
         try:
-            status, fit = self._bind(fwk, state, result, assumed, start)
+            status, fit = self._bind(fwk, state, result, assumed, start, pre_flight)
             if status is not None:
                 self._handle_binding_failure(fwk, state, result, assumed, status, fit, start)
         except Exception as err:
@@ -255,6 +274,7 @@ class ScheduleOne:
         result: ScheduleResult,
         assumed: QueuedPodInfo,
         start: float,
+        pre_flight: Status | None,
     ) -> tuple[Status | None, FitError | None]:
         pod = assumed.pod
         host = result.suggested_host
@@ -264,9 +284,12 @@ class ScheduleOne:
             return status, fit
         # From here on a failure is an error to retry with backoff, not "unschedulable".
         self.s.queue.done(pod.uid)
-        status = fwk.run_pre_bind_plugins(state, pod, host)
-        if status is not None:
-            return status, None
+        if pre_flight is not None and pre_flight.code == Code.ERROR:
+            return pre_flight, None
+        if pre_flight is None:
+            status = fwk.run_pre_bind_plugins(state, pod, host)
+            if status is not None:
+                return status, None
         # Holding the pod's write slot orders the binding after any status patch of an earlier
         # attempt still running, and drops one still pending: it can never land afterwards.
         with self.s.dispatcher.exclusive(POD_BINDING, pod.uid):

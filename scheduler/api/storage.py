@@ -16,6 +16,7 @@ from scheduler.api.quantity import QuantityError, value
 #: PersistentVolumeClaim / PersistentVolume phases.
 CLAIM_BOUND = "Bound"
 CLAIM_PENDING = "Pending"
+CLAIM_LOST = "Lost"
 VOLUME_AVAILABLE = "Available"
 VOLUME_BOUND = "Bound"
 VOLUME_RELEASED = "Released"
@@ -101,6 +102,8 @@ class PersistentVolumeClaim:
     """spec.resources.requests.storage in bytes (0 when unset)."""
     selector: LabelSelector | None
     volume_mode: str
+    volume_attributes_class: str
+    """spec.volumeAttributesClassName ("" when unset)."""
     phase: str
     controller_uid: str
     """The uid of the controlling owner (a generic ephemeral volume's pod)."""
@@ -134,6 +137,7 @@ def parse_claim(obj: Mapping[str, Any]) -> PersistentVolumeClaim:
         request=_bytes(requests.get("storage"), "spec.resources.requests.storage") or 0,
         selector=_selector(spec.get("selector"), "spec.selector"),
         volume_mode=spec.get("volumeMode") or VOLUME_MODE_FILESYSTEM,
+        volume_attributes_class=spec.get("volumeAttributesClassName") or "",
         phase=(obj.get("status") or {}).get("phase") or CLAIM_PENDING,
         controller_uid=(controller or {}).get("uid", ""),
         raw=obj,
@@ -156,6 +160,7 @@ class PersistentVolume:
     node_affinity: NodeSelector | None
     """spec.nodeAffinity.required (None when unset)."""
     volume_mode: str
+    volume_attributes_class: str
     phase: str
     source: str
     """The PersistentVolumeSource key: `csi`, `local`, `hostPath`, `gcePersistentDisk`, ..."""
@@ -206,6 +211,7 @@ def parse_volume(obj: Mapping[str, Any]) -> PersistentVolume:
         ),
         node_affinity=node_affinity,
         volume_mode=spec.get("volumeMode") or VOLUME_MODE_FILESYSTEM,
+        volume_attributes_class=spec.get("volumeAttributesClassName") or "",
         phase=(obj.get("status") or {}).get("phase") or "",
         source=source,
         source_spec=dict(spec.get(source) or {}) if source else {},

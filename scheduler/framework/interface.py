@@ -170,6 +170,14 @@ class PreBindPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PreBindPreFlightPlugin(PreBindPlugin, Protocol):
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Whether PreBind has work for this pod (None), nothing to do (Skip), or failed
+        (Error); cheap, called on the scheduling loop before the binding cycle is started."""
+        ...
+
+
+@runtime_checkable
 class BindPlugin(Plugin, Protocol):
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
 

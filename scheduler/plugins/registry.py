@@ -20,6 +20,7 @@ from scheduler.plugins import (
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    volume_binding,
     volume_restrictions,
     volume_zone,
 )
@@ -42,6 +43,7 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
     (pod_topology_spread.NAME, pod_topology_spread.SPEC),
     (volume_restrictions.NAME, volume_restrictions.SPEC),
     (node_volume_limits.NAME, node_volume_limits.SPEC),
+    (volume_binding.NAME, volume_binding.SPEC),
     (volume_zone.NAME, volume_zone.SPEC),
 )
 

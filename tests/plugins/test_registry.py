@@ -40,11 +40,11 @@ KUBE_SCHEDULER_NAMES = {
     "PodTopologySpread",
     "VolumeRestrictions",
     "NodeVolumeLimits",
+    "VolumeBinding",
     "VolumeZone",
 }
 #: Default plugins of kube-scheduler this build does not have yet: registered as guards.
 GUARDED = {
-    "VolumeBinding",
     "DynamicResources",
 }
 

@@ -10,12 +10,14 @@ import structlog
 from scheduler import metrics
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import PreBindPreFlightPlugin
 from scheduler.framework.runtime.base import FrameworkBase
 from scheduler.framework.runtime.calls import (
     BIND,
     PERMIT,
     POST_BIND,
     PRE_BIND,
+    PRE_BIND_PRE_FLIGHT,
     RESERVE,
     UNRESERVE,
     plugin_error,
@@ -116,11 +118,56 @@ class BindingPoints(FrameworkBase):
 
     # --- PreBind / Bind / PostBind ----------------------------------------------------------
 
+    def run_pre_bind_pre_flights(
+        self, state: CycleState, pod: Pod, node_name: str
+    ) -> Status | None:
+        """RunPreBindPreFlights: None when some PreBind plugin has work for the pod, Skip when
+        none has (those that said Skip are then skipped by PreBind), an Error when one failed
+        or returned anything else. A PreBind plugin without the method always has work."""
+        start = time.perf_counter()
+        status: Status | None = Status(Code.SKIP)
+        skipped: set[str] = set()
+        try:
+            for pl in self.pre_bind_plugins:
+                if not isinstance(pl, PreBindPreFlightPlugin):
+                    status = None
+                    continue
+                try:
+                    s = pl.pre_bind_pre_flight(state, pod, node_name)
+                except Exception as err:
+                    s = Status.as_error(err)
+                if s is None or s.code == Code.SUCCESS:
+                    status = None
+                elif s.code == Code.SKIP:
+                    skipped.add(pl.name)
+                elif s.code == Code.ERROR:
+                    status = Status(
+                        Code.ERROR,
+                        f'running PreBindPreFlight "{pl.name}": {s.message()}',
+                        plugin=pl.name,
+                        error=s.error,
+                    )
+                    return status
+                else:
+                    status = Status(
+                        Code.ERROR,
+                        f"PreBindPreFlight {pl.name} returned {s.code.label()!r}, which is "
+                        "unsupported. It is supposed to return Success, Skip, or Error status",
+                        plugin=pl.name,
+                    )
+                    return status
+            state.skip_pre_bind_plugins = skipped
+            return status
+        finally:
+            self._observe(PRE_BIND_PRE_FLIGHT, status, start)
+
     def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         start = time.perf_counter()
         status: Status | None = None
         try:
             for pl in self.pre_bind_plugins:
+                if pl.name in state.skip_pre_bind_plugins:
+                    continue
                 try:
                     s = pl.pre_bind(state, pod, node_name)
                 except Exception as err:

@@ -21,6 +21,7 @@ NORMALIZE_SCORE = "ScoreExtensionNormalize"
 RESERVE = "Reserve"
 UNRESERVE = "Unreserve"
 PERMIT = "Permit"
+PRE_BIND_PRE_FLIGHT = "PreBindPreFlight"
 PRE_BIND = "PreBind"
 BIND = "Bind"
 POST_BIND = "PostBind"
@@ -54,7 +55,7 @@ def plugin_error(point: str, plugin: str, status: Status) -> Status:
     """A plugin's failure that is not a rejection, worded as kube-scheduler words it."""
     return Status(
         Code.ERROR,
-        f"running {point} plugin {plugin!r}: {status.message()}",
+        f'running {point} plugin "{plugin}": {status.message()}',
         plugin=plugin,
         error=status.error,
     )

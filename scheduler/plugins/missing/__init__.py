@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from scheduler.framework.registry import PluginSpec
 from scheduler.plugins.missing.guards import (
-    STORAGE_SOURCES,
     MissingPluginGuard,
     Need,
     accept_any_args,
     resource_claims,
-    volumes_needing,
 )
 
 
@@ -19,7 +17,6 @@ def _spec(name: str, need: Need) -> PluginSpec:
 
 
 GUARDS: tuple[tuple[str, PluginSpec], ...] = (
-    *((name, _spec(name, volumes_needing(sources))) for name, sources in STORAGE_SOURCES.items()),
     ("DynamicResources", _spec("DynamicResources", resource_claims)),
 )
 

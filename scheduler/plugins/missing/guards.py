@@ -1,16 +1,16 @@
-"""Guards for kube-scheduler default plugins this build does not have yet.
+"""Guards for kube-scheduler default plugins this build does not have yet (today only
+DynamicResources).
 
 kube-pysched's default profile is kube-scheduler's full list. A default plugin it lacks is not
 dropped quietly: a guard stands in its place, under the plugin's name, and rejects in PreFilter
-every pod that uses what the plugin would check (a PersistentVolumeClaim or generic ephemeral
-volume, a resource claim), so such a pod stays Pending with a message naming the missing
-plugin instead of being placed against a constraint nobody checked. Pods that use none of it
-are scheduled as usual.
+every pod that uses what the plugin would check (a resource claim), so such a pod stays Pending
+with a message naming the missing plugin instead of being placed against a constraint nobody
+checked. Pods that use none of it are scheduled as usual.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from scheduler.api.objects import Pod
@@ -22,22 +22,6 @@ from scheduler.framework.types import NodeInfo, PreFilterResult
 
 #: What a guard looks for in a pod: a short description of what needs the plugin, or "".
 Need = Callable[[Pod, Handle], str]
-
-#: Volume sources each storage plugin checks (kube-scheduler v1.37).
-_CLAIMS = ("persistentVolumeClaim", "ephemeral")
-STORAGE_SOURCES: Mapping[str, tuple[str, ...]] = {
-    "VolumeBinding": _CLAIMS,
-}
-
-
-def volumes_needing(sources: tuple[str, ...]) -> Need:
-    def need(pod: Pod, _handle: Handle) -> str:
-        if not pod.volumes:
-            return ""
-        kinds = sorted({v.source for v in pod.volumes if v.source in sources})
-        return f"{' and '.join(kinds)} volumes" if kinds else ""
-
-    return need
 
 
 def resource_claims(pod: Pod, _handle: Handle) -> str:

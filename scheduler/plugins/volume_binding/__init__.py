@@ -1,0 +1,11 @@
+"""The VolumeBinding plugin: NAME and SPEC for the registry; the code is in plugin.py."""
+
+from __future__ import annotations
+
+from scheduler.framework.registry import PluginSpec
+from scheduler.plugins.volume_binding.args import decode_args
+from scheduler.plugins.volume_binding.plugin import NAME, VolumeBinding
+
+SPEC = PluginSpec(VolumeBinding, decode_args)
+
+__all__ = ["NAME", "SPEC"]
