@@ -1,7 +1,8 @@
 """Issue 13's guards on the local control plane: kube-pysched never places a pod against a
-constraint it cannot check. A pod with a PersistentVolumeClaim and a pod with a resource claim
-stay Pending with PodScheduled=False naming the missing plugin, while other pods keep being
-scheduled; a configuration that enables a plugin this build does not have is refused at start.
+constraint it cannot check. A pod with a resource claim stays Pending with PodScheduled=False
+naming the missing plugin (DynamicResources), and a pod whose PersistentVolumeClaim does not
+exist stays Pending with the storage plugins' message, while other pods keep being scheduled; a
+configuration that enables a plugin this build does not have is refused at start.
 """
 
 from __future__ import annotations
