@@ -28,7 +28,7 @@ unit: install
 	$(PY) -m pytest -q tests
 	cd $(EXAMPLE) && $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
 
-# Builds the pinned control plane into ~/.cache/kube-pysched (once per version).
+# Builds the pinned control plane and helm into ~/.cache/kube-pysched (once per version).
 cluster-build: install
 	$(PY) -m e2e.cluster build
 
@@ -44,6 +44,11 @@ cluster-up: install cluster-build
 
 cluster-down: install
 	$(PY) -m e2e.cluster down
+
+# deploy/kube-pysched.yaml is the chart's default render (helm built into the cache once).
+.PHONY: deploy-manifests
+deploy-manifests: install
+	$(PY) -m e2e.helm render-deploy
 
 .PHONY: cluster-status
 cluster-status: install

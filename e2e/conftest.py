@@ -23,6 +23,7 @@ from e2e.cluster import (
     build,
     create_kwok_nodes,
     delete_kwok_nodes,
+    ensure_helm,
     wait_for,
 )
 from e2e.cluster.e2etest import build_e2e_test
@@ -44,14 +45,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "e2e_test_binary: needs Kubernetes' e2e.test (built before the tests run)"
     )
+    config.addinivalue_line("markers", "helm: needs the helm binary (built before the tests run)")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the binaries before any test runs, outside pytest-timeout's per-test budget."""
-    if session.items and not session.config.option.collectonly and not _external_kubeconfig():
+    if not session.items or session.config.option.collectonly:
+        return
+    if not _external_kubeconfig():
         build()
         if any(item.get_closest_marker("e2e_test_binary") for item in session.items):
             build_e2e_test()
+    if any(item.get_closest_marker("helm") for item in session.items):
+        ensure_helm()
 
 
 @pytest.fixture(scope="session")

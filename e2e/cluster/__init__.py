@@ -9,7 +9,15 @@
 See docs/testing.md for the layout, ports, certificates and the CLI.
 """
 
-from e2e.cluster.build import BuildError, bin_dir_for, build, cache_root, ensure_kwok, is_built
+from e2e.cluster.build import (
+    BuildError,
+    bin_dir_for,
+    build,
+    cache_root,
+    ensure_helm,
+    ensure_kwok,
+    is_built,
+)
 from e2e.cluster.controlplane import ControlPlane, ProcessDiedError, SchedulerHandle
 from e2e.cluster.e2etest import build_e2e_test, e2e_test_path, is_e2e_test_built
 from e2e.cluster.external import ExternalCluster
@@ -45,6 +53,7 @@ __all__ = [
     "create_node_agents",
     "delete_kwok_nodes",
     "e2e_test_path",
+    "ensure_helm",
     "ensure_kwok",
     "is_built",
     "is_e2e_test_built",

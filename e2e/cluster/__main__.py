@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 from e2e.cluster import state as cluster_state
-from e2e.cluster.build import BuildError, build, cache_root
+from e2e.cluster.build import BuildError, build, cache_root, ensure_helm
 from e2e.cluster.controlplane import ControlPlane
 from e2e.cluster.e2etest import build_e2e_test
 from e2e.cluster.processes import is_same_process, stop_recorded, tail_file
 from e2e.cluster.readiness import http_get, tls_context
-from e2e.cluster.versions import KUBERNETES_VERSION, KWOK_VERSION
+from e2e.cluster.versions import HELM_VERSION, KUBERNETES_VERSION, KWOK_VERSION
 
 # Stop order for `down`: clients first, then the API server, then its storage.
 _STOP_GROUPS = (
@@ -31,7 +31,9 @@ _STOP_GROUPS = (
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m e2e.cluster", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p_build = sub.add_parser("build", help="build the pinned binaries into the cache (once)")
+    p_build = sub.add_parser(
+        "build", help="build the pinned binaries (control plane, kwok, helm) into the cache (once)"
+    )
     p_build.add_argument("--force", action="store_true", help="rebuild even if cached")
     p_e2e = sub.add_parser(
         "build-e2e", help="build Kubernetes' e2e.test of the pinned release into the cache (once)"
@@ -65,12 +67,13 @@ def _build(force: bool) -> int:
     t0 = time.monotonic()
     try:
         bin_dir = build(force=force)
+        helm = ensure_helm()
     except BuildError as exc:
         print(f"build failed: {exc}", file=sys.stderr)
         return 1
     print(
-        f"Kubernetes {KUBERNETES_VERSION} + kwok {KWOK_VERSION}: {bin_dir} "
-        f"({time.monotonic() - t0:.1f}s)"
+        f"Kubernetes {KUBERNETES_VERSION} + kwok {KWOK_VERSION}: {bin_dir}, "
+        f"helm {HELM_VERSION}: {helm} ({time.monotonic() - t0:.1f}s)"
     )
     return 0
 

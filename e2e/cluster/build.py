@@ -26,6 +26,7 @@ from typing import TextIO
 
 from e2e.cluster.versions import (
     GO_DIRECTIVE,
+    HELM_VERSION,
     KUBERNETES_VERSION,
     KWOK_VERSION,
     cache_key,
@@ -130,6 +131,80 @@ def ensure_kwok(kwok_version: str = KWOK_VERSION, *, out: TextIO | None = None) 
         _install_kwok(kwok_version, kdir / "bin", log, out)
         _write_stamp(kdir, {"kwok": kwok_version})
         return binary
+
+
+def helm_path(helm_version: str = HELM_VERSION) -> Path:
+    """Where that helm version's binary lives once built (it may not exist yet)."""
+    return cache_root() / f"helm-{helm_version}" / "bin" / "helm"
+
+
+def ensure_helm(helm_version: str = HELM_VERSION, *, out: TextIO | None = None) -> Path:
+    """Return a helm binary, building it once per version with ``go install`` of its module.
+
+    helm.sh/helm/v3/cmd/helm installs as it is (no replace directives in its go.mod); the
+    version and the default Kubernetes version (``helm template``'s and ``helm lint``'s
+    Capabilities, v1.20 when unset) are stamped with -ldflags as helm's own Makefile does, and
+    the binary must answer ``version`` before the stamp is written. Cold (empty Go module
+    and build caches) this takes about two minutes on two cores.
+    """
+    out = out or sys.stderr
+    hdir = cache_root() / f"helm-{helm_version}"
+    hdir.mkdir(parents=True, exist_ok=True)
+    with _locked(hdir / ".lock"):
+        binary = helm_path(helm_version)
+        if (hdir / STAMP_NAME).is_file() and os.access(binary, os.X_OK):
+            return binary
+        log = hdir / "build.log"
+        log.write_text(f"building helm {helm_version}\n")
+        partial = hdir / "bin.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir()
+        t0 = time.monotonic()
+        print(f"[cluster-build] building helm {helm_version} (log: {log})", file=out, flush=True)
+        ldflags = _helm_ldflags(helm_version, hdir, log, out)
+        env = dict(_go_env(), GOBIN=str(partial), GOFLAGS="-mod=mod")
+        _run(
+            [
+                _go(),
+                "install",
+                "-trimpath",
+                f"-ldflags={ldflags}",
+                f"helm.sh/helm/v3/cmd/helm@{helm_version}",
+            ],
+            partial,
+            log,
+            out,
+            env=env,
+        )
+        _run([str(partial / "helm"), "version", "--short"], partial, log, out)
+        final = binary.parent
+        shutil.rmtree(final, ignore_errors=True)
+        partial.rename(final)
+        seconds = _step(out, f"go install helm {helm_version}", t0)
+        _write_stamp(hdir, {"helm": helm_version, "seconds": seconds})
+        return binary
+
+
+def _helm_ldflags(helm_version: str, cwd: Path, log: Path, out: TextIO) -> str:
+    """helm's Makefile LDFLAGS: its version, and Kubernetes 1.<client-go's minor> as the
+    default KubeVersion (read from helm's go.mod, as the Makefile reads `go list -m`)."""
+    mod = f"helm.sh/helm/v3@{helm_version}"
+    info = _run([_go(), "mod", "download", "-json", mod], cwd, log, out)
+    gomod = Path(json.loads(info)["GoMod"]).read_text()
+    found = [
+        line.split()[1]
+        for line in gomod.splitlines()
+        if line.strip().startswith("k8s.io/client-go ")
+        or line.startswith("require k8s.io/client-go ")
+    ]
+    if not found:
+        raise BuildError(f"no k8s.io/client-go requirement in {mod}'s go.mod")
+    _, minor, _ = found[0].removeprefix("v").split(".", 2)
+    flags = ["-s", "-w", f"-X helm.sh/helm/v3/internal/version.version={helm_version}"]
+    flags.append("-X helm.sh/helm/v3/internal/version.gitTreeState=clean")
+    for pkg in ("helm.sh/helm/v3/pkg/lint/rules", "helm.sh/helm/v3/pkg/chartutil"):
+        flags += [f"-X {pkg}.k8sVersionMajor=1", f"-X {pkg}.k8sVersionMinor={minor}"]
+    return " ".join(flags)
 
 
 # --- internals -------------------------------------------------------------------------------

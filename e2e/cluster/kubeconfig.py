@@ -49,3 +49,25 @@ def write_kubeconfig(
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
     return path
+
+
+def write_token_kubeconfig(path: Path, base: Path, token: str, user: str) -> Path:
+    """Write a kubeconfig for the cluster of ``base``'s current context, authenticating
+    with a bearer token (e.g. a ServiceAccount's, from the TokenRequest API) instead of
+    ``base``'s credentials; ``user`` only names the entry."""
+    source = yaml.safe_load(base.read_text())
+    current = source["current-context"]
+    context = next(c["context"] for c in source["contexts"] if c["name"] == current)
+    cluster = next(c for c in source["clusters"] if c["name"] == context["cluster"])
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": user, "context": {"cluster": cluster["name"], "user": user}}],
+        "current-context": user,
+        "preferences": {},
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    return path

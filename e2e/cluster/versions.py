@@ -13,6 +13,10 @@ KUBERNETES_VERSION = "v1.37.2"
 #: sigs.k8s.io/kwok release that simulates nodes and the pod lifecycle.
 KWOK_VERSION = "v0.8.0"
 
+#: Helm v3 release built from its Go module (helm.sh/helm/v3/cmd/helm) for the chart's e2e
+#: test (e2e/test_chart.py) and for rendering deploy/ from the chart.
+HELM_VERSION = "v3.22.0"
+
 #: Go language version written into the generated wrapper go.mod.
 GO_DIRECTIVE = "1.26.0"
 

@@ -1,0 +1,84 @@
+"""deploy/kube-pysched.yaml (the Helm chart's default render, checked in): what issue 15 asks
+of it, checked without helm. e2e/test_chart.py checks that the file equals the chart's
+render and installs the chart on a real control plane."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.config.load import parse_config_text
+from scheduler.plugins.registry import in_tree_registry
+
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy" / "kube-pysched.yaml"
+
+
+def _objects() -> dict[tuple[str, str], dict[str, Any]]:
+    docs = [d for d in yaml.safe_load_all(DEPLOY.read_text()) if d]
+    return {(d["kind"], d["metadata"]["name"]): d for d in docs}
+
+
+def test_pods_meet_pod_security_restricted() -> None:
+    deploy = _objects()[("Deployment", "kube-pysched")]
+    pod = deploy["spec"]["template"]["spec"]
+    pod_sc = pod["securityContext"]
+    assert pod_sc["runAsNonRoot"] is True
+    assert (pod_sc["runAsUser"], pod_sc["runAsGroup"]) == (65532, 65532)
+    assert pod_sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
+    for container in pod["containers"]:
+        sc = container["securityContext"]
+        assert sc["allowPrivilegeEscalation"] is False
+        assert sc["capabilities"] == {"drop": ["ALL"]}
+        assert sc["readOnlyRootFilesystem"] is True
+        assert sc["runAsNonRoot"] is True
+        assert container["resources"]["requests"]["cpu"]
+        assert container["resources"]["requests"]["memory"]
+        assert not any("hostPort" in p for p in container.get("ports", []))
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert set(volumes) == {"config", "tmp"}
+    assert "emptyDir" in volumes["tmp"]
+
+
+def test_high_availability_defaults() -> None:
+    objects = _objects()
+    assert objects[("Deployment", "kube-pysched")]["spec"]["replicas"] == 2
+    pdb = objects[("PodDisruptionBudget", "kube-pysched")]
+    assert pdb["spec"]["minAvailable"] == 1
+    config = _config(objects)
+    assert config.leader_election.leader_elect is True
+
+
+def test_lease_permissions_are_limited_to_the_configured_lease() -> None:
+    objects = _objects()
+    config = _config(objects)
+    election = config.leader_election
+    assert election.resource_namespace == "kube-system"
+    rules = [
+        (rule, kind)
+        for (kind, _), obj in objects.items()
+        if kind in ("Role", "ClusterRole")
+        for rule in obj["rules"]
+        if "leases" in rule["resources"]
+    ]
+    assert all(kind == "Role" for _, kind in rules), "no ClusterRole may grant leases"
+    (role,) = (o for (k, _), o in objects.items() if k == "Role")
+    assert role["metadata"]["namespace"] == election.resource_namespace
+    by_verbs = {tuple(sorted(r["verbs"])): r.get("resourceNames") for r, _ in rules}
+    assert by_verbs == {("create",): None, ("get", "update"): [election.resource_name]}
+
+
+def test_cluster_scoped_names_carry_namespace_and_release() -> None:
+    """ClusterRoles and ClusterRoleBindings are shared by every release: each name must carry
+    the release namespace and name (kube-pysched:<namespace>:<release>[:<what>])."""
+    names = {name for (kind, name) in _objects() if kind.startswith("Cluster")}
+    assert "kube-pysched:kube-system:kube-pysched" in names
+    prefix = "kube-pysched:kube-system:kube-pysched"
+    assert all(n == prefix or n.startswith(prefix + ":") for n in names), names
+
+
+def _config(objects: dict[tuple[str, str], dict[str, Any]]) -> Any:
+    text = objects[("ConfigMap", "kube-pysched-config")]["data"]["config.yaml"]
+    return parse_config_text(text, set(in_tree_registry()), source=str(DEPLOY))
