@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from scheduler import __version__
+from scheduler import __version__, metrics
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
 from scheduler.api.spread import Service, Workload
@@ -132,6 +132,7 @@ class App:
         self.cache.export_metrics()
         self.snapshot = Snapshot()
         self.features = self.options.feature_gates
+        metrics.apply_feature_gates(self.features)
         self.pdbs: Informer[PodDisruptionBudget] = pdb_informer(self.rest)
         self.namespaces: Informer[Namespace] = namespace_informer(self.rest)
         # Selectors for PodTopologySpread's default constraints (helper.DefaultSelector).

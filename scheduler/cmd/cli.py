@@ -132,7 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=_verbosity,
         default=0,
         metavar="LEVEL",
-        help="log verbosity: 0-3 info, 4 and above debug (per-pod scheduling detail)",
+        help=(
+            "log verbosity as kube-scheduler's klog -v: 2 adds a line per bound or "
+            "unschedulable pod, 4 and above debug (per-pod scheduling detail)"
+        ),
     )
     parser.add_argument(
         "--pod-max-in-unschedulable-pods-duration",

@@ -22,5 +22,5 @@ class Options:
     bind_address: str = "0.0.0.0"  # of the plain-HTTP /metrics, /healthz, /readyz server
     port: int = DEFAULT_PORT  # 0 picks a free port
     log_format: str = "json"  # json | console
-    verbosity: int = 0  # klog-style -v; 4 and above logs at debug
+    verbosity: int = 0  # klog-style -v: 2 per-pod results, 4 and above logs at debug
     pod_max_in_unschedulable_pods_duration: float = DEFAULT_MAX_IN_UNSCHEDULABLE  # seconds
