@@ -2,6 +2,9 @@
 
 The scheduler is started the way a user starts it (`python -m scheduler --config ...`), with its
 own log file, a reserved loopback port for /metrics and /healthz, and stopped by its own pid.
+That port is the development-only plain-HTTP `--port` (loopback); the secure port (HTTPS with
+delegated authentication and authorization) is off (`--secure-port=0`) unless `secure=True`,
+which reserves a loopback port for it too (`secure_url`).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class Pysched:
         workdir: Path | None = None,
         name: str = "kube-pysched",
         extra_args: Sequence[str] = (),
+        secure: bool = False,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
         self.config = dict(config) if config is not None else default_config()
@@ -54,11 +58,20 @@ class Pysched:
         self.name = name
         self.extra_args = list(extra_args)
         self.port = 0
+        self.secure = secure
+        self.secure_port = 0
         self.process: ManagedProcess | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
+
+    @property
+    def secure_url(self) -> str:
+        """The HTTPS port's base URL (only with `secure=True`)."""
+        if not self.secure_port:
+            raise RuntimeError(f"{self.name} was started without its secure port")
+        return f"https://{LOOPBACK}:{self.secure_port}"
 
     @property
     def log_path(self) -> Path:
@@ -69,6 +82,7 @@ class Pysched:
         config_path.write_text(yaml.safe_dump(self.config, sort_keys=False))
         with PortReservation() as ports:
             self.port = ports.take()
+            self.secure_port = ports.take() if self.secure else 0
             argv = [
                 sys.executable,
                 "-m",
@@ -77,10 +91,14 @@ class Pysched:
                 str(config_path),
                 "--kubeconfig",
                 str(self.kubeconfig),
-                "--bind-address",
-                LOOPBACK,
                 "--port",
                 str(self.port),
+                "--address",
+                LOOPBACK,
+                "--bind-address",
+                LOOPBACK,
+                "--secure-port",
+                str(self.secure_port),
                 *self.extra_args,
             ]
             env = dict(os.environ)

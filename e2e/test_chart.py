@@ -114,13 +114,13 @@ def test_lint_and_default_render_is_restricted_and_least_privilege(helm: Helm) -
     election = config["leaderElection"]
     assert (election["resourceName"], election["resourceNamespace"]) == ("rel", "ns1")
     cluster_rules = by_kind[("ClusterRole", "kube-pysched:ns1:rel")]["rules"]
-    assert not any("leases" in r["resources"] for r in cluster_rules)
+    assert not any("leases" in r.get("resources", []) for r in cluster_rules)
     role = by_kind[("Role", "rel-leader-election")]
     assert role["metadata"]["namespace"] == "ns1"
     lease_rules = sorted(
         (sorted(r["verbs"]), r.get("resourceNames"))
         for r in role["rules"]
-        if "leases" in r["resources"]
+        if "leases" in r.get("resources", [])
     )
     assert lease_rules == [(["create"], None), (["get", "update"], ["rel"])]
 

@@ -94,7 +94,8 @@ def test_a_partitioned_leader_stops_before_the_standby_leads_and_sends_nothing_a
     server = urlsplit(_server(Path(cluster.kubeconfig)))
     with PartitionProxy(server.hostname or "127.0.0.1", server.port or 443) as proxy:
         kubeconfig = _via(Path(cluster.kubeconfig), proxy.port, tmp_path / "via-proxy.kubeconfig")
-        old = pysched(config, name="leader", kubeconfig=kubeconfig)
+        # -v 2: "successfully bound pod to node" is a V(2) line, as in kube-scheduler.
+        old = pysched(config, name="leader", kubeconfig=kubeconfig, extra_args=["-v", "2"])
         assert old.process is not None
         wait_for(
             lambda: _holder_pid(coordination, namespace, lease_name) == old.process.pid,

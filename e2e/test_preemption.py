@@ -268,18 +268,9 @@ def test_preemption_metrics(runs: Runs) -> None:
     assert _pysched_metric(runs, PYSCHED, "scheduler_preemption_victims_sum") == 12
     # F's victims were all terminating already: like kube-scheduler, no goroutine is started
     # for it (prepareCandidateAsync returns early), so 6 goroutines for 7 preemptions.
-    success = {"operation": "preemption", "result": "success"}
-    assert _pysched_metric(runs, PYSCHED, "scheduler_goroutines_execution_total", **success) == 6
-    assert (
-        _pysched_metric(
-            runs,
-            PYSCHED,
-            "scheduler_goroutines_execution_total",
-            operation="preemption",
-            result="error",
-        )
-        == 0
-    )
+    goroutines = "scheduler_preemption_goroutines_execution_total"
+    assert _pysched_metric(runs, PYSCHED, goroutines, result="success") == 6
+    assert _pysched_metric(runs, PYSCHED, goroutines, result="error") == 0
 
 
 def test_inline_preemption_with_async_gate_off(runs: Runs) -> None:
@@ -287,22 +278,8 @@ def test_inline_preemption_with_async_gate_off(runs: Runs) -> None:
     r = runs.get(PYSCHED_SYNC, "example1")
     assert r["placements"]["c"] == "node1"
     assert _pysched_metric(runs, PYSCHED_SYNC, "scheduler_preemption_victims_sum") == 2
-    assert (
-        _pysched_metric(
-            runs, PYSCHED_SYNC, "scheduler_goroutines_execution_total", operation="preemption"
-        )
-        == 0
-    )
-    assert (
-        _pysched_metric(
-            runs,
-            PYSCHED_SYNC,
-            "scheduler_preemption_execution_duration_seconds_count",
-            preemptor="pod",
-            result="success",
-        )
-        == 1
-    )
+    # As kube-scheduler, the family is only registered with SchedulerAsyncPreemption on.
+    assert "scheduler_preemption_goroutines_execution_total" not in runs.metrics[PYSCHED_SYNC]
 
 
 # --- kube-pysched alone ---------------------------------------------------------------------
@@ -327,8 +304,8 @@ def test_async_preemption_does_not_hold_up_other_pods(
     assert r["others_bound_before_first_victim_gone"] is True
     assert r["placements"]["high"] == "full"
     text = sched.metrics()
-    labels = {"operation": "preemption", "result": "success"}
-    assert metric_value(text, "scheduler_goroutines_execution_total", labels) == 1
+    labels = {"result": "success"}
+    assert metric_value(text, "scheduler_preemption_goroutines_execution_total", labels) == 1
     assert metric_value(text, "scheduler_preemption_victims_sum") == 4
 
 
@@ -343,10 +320,11 @@ def test_failed_preemption_reverts_nomination_and_retries(
 
     def metrics() -> dict[str, float]:
         text = sched.metrics()
-        errors = {"operation": "preemption", "result": "error"}
+        errors = {"result": "error"}
         attempts = {"result": "unschedulable", "profile": name}
         return {
-            "errors": metric_value(text, "scheduler_goroutines_execution_total", errors) or 0.0,
+            "errors": metric_value(text, "scheduler_preemption_goroutines_execution_total", errors)
+            or 0.0,
             "attempts": metric_value(text, "scheduler_schedule_attempts_total", attempts) or 0.0,
         }
 

@@ -14,6 +14,10 @@ DEFAULTS: Mapping[str, bool] = {
     # Beta, on by default since v1.37: NodeVolumeLimits honours CSIDriver
     # preventPodSchedulingIfMissing.
     "VolumeLimitScaling": True,
+    # Off by default in v1.37. kube-pysched always sends status patches through its API
+    # dispatcher; the gate only exports the scheduler_async_api_call_* and
+    # scheduler_pending_async_api_calls families, which kube-scheduler registers with it on.
+    "SchedulerAsyncAPICalls": False,
 }
 
 

@@ -6,6 +6,10 @@ The scheduling loop logs per pod at debug level, so loggers come from
 `structlog.make_filtering_bound_logger`: a disabled level is a no-op method, not a level check.
 The per-pod lines on the hottest paths also check `debug_enabled()` first, which skips the lazy
 logger proxy and building the line's fields.
+
+Verbosity follows klog's -v as kube-scheduler uses it: V(0)-V(3) lines are written at info level
+but only when -v is at least their V (`v_enabled(2)` guards kube-scheduler's V(2) lines, such
+as "successfully bound pod to node"); V(4) and above are the debug level.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ class _Levels:
     """What configure_logging chose; structlog's default configuration writes every level."""
 
     debug = True
+    verbosity = 1 << 30  # as debug: everything is written until configure_logging
+
+
+_V_ALL = _Levels.verbosity
 
 
 _LEVELS = _Levels()
@@ -35,6 +43,12 @@ def debug_enabled() -> bool:
     """Checked before a debug line in a per-pod hot path, so a disabled level costs neither
     the lazy logger proxy's lookup nor building the line's fields."""
     return _LEVELS.debug
+
+
+def v_enabled(level: int) -> bool:
+    """klog's V(level).Enabled(): whether a line of that verbosity is written. Checked before
+    building a per-pod info line (one attribute read and a comparison when it is not)."""
+    return _LEVELS.verbosity >= level
 
 
 class _NamedPod(Protocol):
@@ -62,6 +76,7 @@ def reset_logging() -> None:
     """Back to structlog's defaults (every level written), as before configure_logging."""
     structlog.reset_defaults()
     _LEVELS.debug = True
+    _LEVELS.verbosity = _V_ALL
 
 
 def level_for_verbosity(verbosity: int) -> int:
@@ -118,6 +133,7 @@ def configure_logging(
         raise ValueError(f"unknown log format {log_format!r}: use json or console")
     level = level_for_verbosity(verbosity)
     _LEVELS.debug = level <= logging.DEBUG
+    _LEVELS.verbosity = verbosity
     out = stream if stream is not None else _stderr_bytes()
     renderer: list[Any]
     if log_format == "json":

@@ -1,18 +1,34 @@
 """Every Prometheus metric kube-pysched exports, defined once, with kube-scheduler's names.
 
 All metrics live in `REGISTRY` (not prometheus_client's global one) so that the HTTP server
-exports exactly these and tests can read them without interference.
+exports exactly these and tests can read them without interference. Help strings carry the
+stability level prefix component-base adds ("[ALPHA] ..."), so HELP lines read as
+kube-scheduler's. Families kube-scheduler registers only with a feature gate on are in GATED and
+exported by apply_feature_gates (the defaults at import; the configured gates at start-up).
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from typing import Protocol
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
+from prometheus_client.registry import Collector
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
     """As prometheus.ExponentialBuckets."""
     return [start * factor**i for i in range(count)]
 
+
+# kube-scheduler (client_golang) exports no `_created` series; prometheus_client does unless
+# told not to (process-wide).
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -29,78 +45,79 @@ GOROUTINE_ERROR = "error"
 
 schedule_attempts = Counter(
     "scheduler_schedule_attempts_total",
-    "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not "
-    "be scheduled, while 'error' means an internal scheduler problem.",
+    "[STABLE] Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
+    "could not be scheduled, while 'error' means an internal scheduler problem.",
     ["result", "profile"],
     registry=REGISTRY,
 )
 scheduling_attempt_duration = Histogram(
     "scheduler_scheduling_attempt_duration_seconds",
-    "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+    "[STABLE] Scheduling attempt latency in seconds (scheduling algorithm + binding)",
     ["result", "profile"],
     buckets=exponential_buckets(0.001, 2, 15),
     registry=REGISTRY,
 )
 scheduling_algorithm_duration = Histogram(
     "scheduler_scheduling_algorithm_duration_seconds",
-    "Scheduling algorithm latency in seconds",
+    "[BETA] Scheduling algorithm latency in seconds",
     buckets=exponential_buckets(0.001, 2, 15),
     registry=REGISTRY,
 )
 pending_pods = Gauge(
     "scheduler_pending_pods",
-    "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; "
+    "[STABLE] Number of pending pods, by the queue type. 'active' means number of pods in activeQ; "
     "'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in "
-    "unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the "
+    "unschedulableEntities that the scheduler attempted to schedule and failed; 'gated' is the "
     "number of unschedulable pods that the scheduler never attempted to schedule because they "
-    "are gated.",
+    "are gated; 'incomplete' means number of pods in incompletePodGroupPods; 'pending' means "
+    "number of pods in pendingPodGroupPods.",
     ["queue"],
     registry=REGISTRY,
 )
 queue_incoming_pods = Counter(
     "scheduler_queue_incoming_pods_total",
-    "Number of pods added to scheduling queues by event and queue type.",
+    "[STABLE] Number of pods added to scheduling queues by event and queue type.",
     ["queue", "event"],
     registry=REGISTRY,
 )
 pod_scheduling_sli_duration = Histogram(
     "scheduler_pod_scheduling_sli_duration_seconds",
-    "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue "
-    "and might involve multiple scheduling attempts.",
+    "[BETA] E2e latency for a pod being scheduled, from the time the pod enters the scheduling "
+    "queue and might involve multiple scheduling attempts.",
     ["attempts"],
     buckets=exponential_buckets(0.01, 2, 20),
     registry=REGISTRY,
 )
 pod_scheduling_attempts = Histogram(
     "scheduler_pod_scheduling_attempts",
-    "Number of attempts to successfully schedule a pod.",
+    "[STABLE] Number of attempts to successfully schedule a pod.",
     buckets=exponential_buckets(1, 2, 5),
     registry=REGISTRY,
 )
 framework_extension_point_duration = Histogram(
     "scheduler_framework_extension_point_duration_seconds",
-    "Latency for running all plugins of a specific extension point.",
+    "[STABLE] Latency for running all plugins of a specific extension point.",
     ["extension_point", "status", "profile"],
     buckets=exponential_buckets(0.0001, 2, 12),
     registry=REGISTRY,
 )
 plugin_execution_duration = Histogram(
     "scheduler_plugin_execution_duration_seconds",
-    "Duration for running a plugin at a specific extension point.",
+    "[BETA] Duration for running a plugin at a specific extension point.",
     ["plugin", "extension_point", "status"],
     buckets=exponential_buckets(0.00001, 1.5, 20),
     registry=REGISTRY,
 )
 queueing_hint_execution_duration = Histogram(
     "scheduler_queueing_hint_execution_duration_seconds",
-    "Duration for running a queueing hint function of a plugin.",
+    "[ALPHA] Duration for running a queueing hint function of a plugin.",
     ["plugin", "event", "hint"],
     buckets=exponential_buckets(0.00001, 1.5, 20),
     registry=REGISTRY,
 )
 unschedulable_pods = Gauge(
     "scheduler_unschedulable_pods",
-    "The number of unschedulable pods broken down by plugin name. A pod will increment the "
+    "[BETA] The number of unschedulable pods broken down by plugin name. A pod will increment the "
     "gauge for all plugins that caused it to not schedule and so this metric have meaning only "
     "when broken down by plugin.",
     ["plugin", "profile"],
@@ -108,135 +125,253 @@ unschedulable_pods = Gauge(
 )
 plugin_evaluation_total = Counter(
     "scheduler_plugin_evaluation_total",
-    "Number of attempts to schedule pods by each plugin and the extension point (available "
+    "[BETA] Number of attempts to schedule pods by each plugin and the extension point (available "
     "only in PreFilter, Filter, PreScore, and Score).",
     ["plugin", "extension_point", "profile"],
     registry=REGISTRY,
 )
 cache_size = Gauge(
     "scheduler_cache_size",
-    "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+    "[ALPHA] Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
     ["type"],
     registry=REGISTRY,
 )
 event_handling_duration = Histogram(
     "scheduler_event_handling_duration_seconds",
-    "Event handling latency in seconds.",
+    "[ALPHA] Event handling latency in seconds.",
     ["event"],
     buckets=exponential_buckets(0.0001, 2, 12),
     registry=REGISTRY,
 )
 permit_wait_duration = Histogram(
     "scheduler_permit_wait_duration_seconds",
-    "Duration of waiting on permit.",
+    "[BETA] Duration of waiting on permit.",
     ["result"],
     buckets=exponential_buckets(0.001, 2, 15),
     registry=REGISTRY,
 )
 preemption_attempts = Counter(
     "scheduler_preemption_attempts_total",
-    "Total preemption attempts in the cluster till now",
+    "[STABLE] Total preemption attempts in the cluster till now",
     registry=REGISTRY,
 )
 preemption_victims = Histogram(
     "scheduler_preemption_victims",
-    "Number of selected preemption victims",
+    "[STABLE] Number of selected preemption victims for preemption initiated by a single pod",
     buckets=exponential_buckets(1, 2, 7),
-    registry=REGISTRY,
-)
-preemption_goroutines_duration = Histogram(
-    "scheduler_preemption_goroutines_duration_seconds",
-    "Duration in seconds for running goroutines for the preemption.",
-    ["result"],
-    buckets=exponential_buckets(0.01, 2, 20),
-    registry=REGISTRY,
-)
-preemption_goroutines_execution = Counter(
-    "scheduler_preemption_goroutines_execution_total",
-    "Number of preemption goroutines executed.",
-    ["result"],
-    registry=REGISTRY,
-)
-preemption_evaluation_duration = Histogram(
-    "scheduler_preemption_evaluation_duration_seconds",
-    "Duration in seconds for identifying the target preemption victims.",
-    ["preemptor", "result"],
-    buckets=exponential_buckets(0.001, 2, 16),
-    registry=REGISTRY,
-)
-preemption_execution_duration = Histogram(
-    "scheduler_preemption_execution_duration_seconds",
-    "Duration in seconds for preempting the target preemption victims. With async preemption "
-    "enabled, preemption execution does not block the scheduling of other pods.",
-    ["preemptor", "result"],
-    buckets=exponential_buckets(0.001, 2, 16),
-    registry=REGISTRY,
-)
-preemption_pdb_violations = Counter(
-    "scheduler_preemption_pdb_violations_total",
-    "Total number of pod disruption budget violations caused by preemption.",
-    ["preemptor"],
     registry=REGISTRY,
 )
 goroutines = Gauge(
     "scheduler_goroutines",
-    "Number of running goroutines split by the work they do such as binding.",
+    "[BETA] Number of running goroutines split by the work they do such as binding.",
     ["operation"],
     registry=REGISTRY,
 )
-goroutines_duration = Histogram(
-    "scheduler_goroutines_duration_seconds",
-    "Duration in seconds for running goroutines for the preemption and binding.",
-    ["operation"],
+inflight_events = Gauge(
+    "scheduler_inflight_events",
+    "[ALPHA] Number of events currently tracked in the scheduling queue.",
+    ["event"],
+    registry=REGISTRY,
+)
+pod_scheduled_after_flush = Counter(
+    "scheduler_pod_scheduled_after_flush_total",
+    "[ALPHA] Number of pods that were successfully scheduled after being flushed from "
+    "unschedulableEntities due to timeout. This metric helps detect potential queueing hint "
+    "misconfigurations or event handling issues.",
+    registry=REGISTRY,
+)
+queued_entities = Gauge(
+    "scheduler_queued_entities",
+    "[ALPHA] Number of queued scheduling entities ('pod' or 'podgroup'; 'pod' stands for "
+    "individual pods that are not members of any podgroup) by the queue type. 'active' means "
+    "number of entities in activeQ; 'backoff' means number of entities in backoffQ; "
+    "'unschedulable' means number of entities in unschedulableEntities that the scheduler "
+    "attempted to schedule and failed; 'gated' is the number of unschedulable entities that "
+    "the scheduler never attempted to schedule because they are gated.",
+    ["queue", "type"],
+    registry=REGISTRY,
+)
+queue_incoming_entities = Counter(
+    "scheduler_queue_incoming_entities_total",
+    "[ALPHA] Number of scheduling entities added to scheduling queues by event, queue type, and "
+    "entity type. Entity types are either 'pod' (for individual pods that are not members of "
+    "any podgroup) or 'podgroup'.",
+    ["queue", "event", "type"],
+    registry=REGISTRY,
+)
+# The label value of `type` in queued_entities / queue_incoming_entities (no pod groups here).
+POD_ENTITY = "pod"
+# The `event` label of inflight_events for the pods themselves (metrics.PodPoppedInFlightEvent).
+POD_POPPED_IN_FLIGHT_EVENT = "PodPopped"
+
+# --- registered only with their feature gate on (kube-scheduler's metrics.Register) -------
+# Observed unconditionally (a child of an unregistered family costs the same), exported only
+# once apply_feature_gates() has registered them.
+
+# SchedulerAsyncPreemption.
+preemption_goroutines_execution = Counter(
+    "scheduler_preemption_goroutines_execution_total",
+    "[ALPHA] Number of preemption goroutines executed.",
+    ["result"],
+    registry=None,
+)
+# Deprecated in v1.37.0 and, as an ALPHA metric, hidden from v1.37 on: kube-scheduler exports
+# it only with --show-hidden-metrics-for-version=1.36, which kube-pysched does not have.
+preemption_goroutines_duration = Histogram(
+    "scheduler_preemption_goroutines_duration_seconds",
+    "[ALPHA] (Deprecated since 1.37.0) Duration in seconds for running goroutines for the "
+    "preemption.",
+    ["result"],
     buckets=exponential_buckets(0.01, 2, 20),
-    registry=REGISTRY,
+    registry=None,
 )
-goroutines_execution = Counter(
-    "scheduler_goroutines_execution_total",
-    "Number of executed goroutines by operation and result.",
-    ["operation", "result"],
-    registry=REGISTRY,
+# GenericWorkload (a gate kube-pysched does not implement, so never exported).
+preemption_evaluation_duration = Histogram(
+    "scheduler_preemption_evaluation_duration_seconds",
+    "[ALPHA] Duration in seconds for identifying the target preemption victims.",
+    ["preemptor", "result"],
+    buckets=exponential_buckets(0.001, 2, 16),
+    registry=None,
 )
+preemption_execution_duration = Histogram(
+    "scheduler_preemption_execution_duration_seconds",
+    "[ALPHA] Duration in seconds for preempting the target preemption victims. With async "
+    "preemption enabled, preemption execution does not block the scheduling of other pods.",
+    ["preemptor", "result"],
+    buckets=exponential_buckets(0.001, 2, 16),
+    registry=None,
+)
+preemption_pdb_violations = Counter(
+    "scheduler_preemption_pdb_violations_total",
+    "[ALPHA] Total number of pod disruption budget violations caused by preemption.",
+    ["preemptor"],
+    registry=None,
+)
+# SchedulerAsyncAPICalls.
 async_api_call_execution = Counter(
     "scheduler_async_api_call_execution_total",
-    "Total number of API calls executed by the async dispatcher.",
+    "[ALPHA] Total number of API calls executed by the async dispatcher.",
     ["call_type", "result"],
-    registry=REGISTRY,
+    registry=None,
 )
 async_api_call_duration = Histogram(
     "scheduler_async_api_call_execution_duration_seconds",
-    "Duration in seconds for executing API call in the async dispatcher.",
+    "[ALPHA] Duration in seconds for executing API call in the async dispatcher.",
     ["call_type", "result"],
     buckets=exponential_buckets(0.001, 2, 15),
-    registry=REGISTRY,
+    registry=None,
 )
 pending_async_api_calls = Gauge(
     "scheduler_pending_async_api_calls",
-    "Number of API calls currently pending in the async queue.",
+    "[ALPHA] Number of API calls currently pending in the async queue.",
     ["call_type"],
-    registry=REGISTRY,
+    registry=None,
 )
+
+#: Feature gate -> the families exported only while it is on.
+GATED: dict[str, tuple[Collector, ...]] = {
+    "SchedulerAsyncPreemption": (preemption_goroutines_execution,),
+    "SchedulerAsyncAPICalls": (
+        async_api_call_execution,
+        async_api_call_duration,
+        pending_async_api_calls,
+    ),
+    "GenericWorkload": (
+        preemption_evaluation_duration,
+        preemption_execution_duration,
+        preemption_pdb_violations,
+    ),
+}
+
+
+class _Gates(Protocol):
+    def enabled(self, name: str) -> bool: ...
+
+
+class _Defaults:
+    """The default gates without importing scheduler.features (kept free of dependencies)."""
+
+    def enabled(self, name: str) -> bool:
+        from scheduler.features import DEFAULTS
+
+        return DEFAULTS.get(name, False)
+
+
+_registered_gated: set[str] = set()
+
+
+def apply_feature_gates(gates: _Gates) -> None:
+    """Exports the gated families whose gate is on and withdraws the others (idempotent).
+
+    A gate unknown to `gates` counts as off."""
+    for gate, collectors in GATED.items():
+        try:
+            on = gates.enabled(gate)
+        except KeyError:
+            on = False
+        if on and gate not in _registered_gated:
+            for collector in collectors:
+                REGISTRY.register(collector)
+            _registered_gated.add(gate)
+        elif not on and gate in _registered_gated:
+            for collector in collectors:
+                REGISTRY.unregister(collector)
+            _registered_gated.discard(gate)
+
 
 # client-go's REST client metrics (component-base registers them for kube-scheduler).
 _REST_CLIENT_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0]
 rest_client_requests = Counter(
     "rest_client_requests_total",
-    "Number of HTTP requests, partitioned by status code, method, and host.",
+    "[ALPHA] Number of HTTP requests, partitioned by status code, method, and host.",
     ["code", "method", "host"],
     registry=REGISTRY,
 )
 rest_client_request_duration = Histogram(
     "rest_client_request_duration_seconds",
-    "Request latency in seconds. Broken down by verb, and host.",
+    "[ALPHA] Request latency in seconds. Broken down by verb, and host.",
     ["verb", "host"],
     buckets=_REST_CLIENT_BUCKETS,
     registry=REGISTRY,
 )
 rest_client_rate_limiter_duration = Histogram(
     "rest_client_rate_limiter_duration_seconds",
-    "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+    "[ALPHA] Client side rate limiter latency in seconds. Broken down by verb, and host.",
     ["verb", "host"],
     buckets=_REST_CLIENT_BUCKETS,
+    registry=REGISTRY,
+)
+_REST_CLIENT_SIZE_BUCKETS = [
+    64.0,
+    256.0,
+    512.0,
+    1024.0,
+    4096.0,
+    16384.0,
+    65536.0,
+    262144.0,
+    1048576.0,
+    4194304.0,
+    16777216.0,
+]
+rest_client_request_size = Histogram(
+    "rest_client_request_size_bytes",
+    "[ALPHA] Request size in bytes. Broken down by verb and host.",
+    ["verb", "host"],
+    buckets=_REST_CLIENT_SIZE_BUCKETS,
+    registry=REGISTRY,
+)
+rest_client_response_size = Histogram(
+    "rest_client_response_size_bytes",
+    "[ALPHA] Response size in bytes. Broken down by verb and host.",
+    ["verb", "host"],
+    buckets=_REST_CLIENT_SIZE_BUCKETS,
+    registry=REGISTRY,
+)
+rest_client_request_retries = Counter(
+    "rest_client_request_retries_total",
+    "[ALPHA] Number of request retries, partitioned by status code, verb, and host.",
+    ["code", "verb", "host"],
     registry=REGISTRY,
 )
 events_dropped = Counter(
@@ -246,9 +381,12 @@ events_dropped = Counter(
 )
 leader_election_master_status = Gauge(
     "leader_election_master_status",
-    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
-    "indicates master. 'name' is the string used to identify the lease. Please make sure to "
-    "group by name.",
+    "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+    "backup, 1 indicates master. 'name' is the string used to identify the lease. Please make "
+    "sure to group by name.",
     ["name"],
     registry=REGISTRY,
 )
+
+
+apply_feature_gates(_Defaults())

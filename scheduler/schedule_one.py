@@ -46,7 +46,7 @@ from scheduler.framework.types import (
     NominatingMode,
     QueuedPodInfo,
 )
-from scheduler.logging import debug_enabled
+from scheduler.logging import debug_enabled, v_enabled
 
 if TYPE_CHECKING:
     from scheduler.backend.queue import SchedulingQueue
@@ -306,13 +306,14 @@ class ScheduleOne:
             "Binding",
             f"Successfully assigned {pod.namespace}/{pod.name} to {host}",
         )
-        log.info(
-            "successfully bound pod to node",
-            pod=pod.key,
-            node=host,
-            evaluated_nodes=result.evaluated_nodes,
-            feasible_nodes=result.feasible_nodes,
-        )
+        if v_enabled(2):  # kube-scheduler's V(2)
+            log.info(
+                "successfully bound pod to node",
+                pod=pod.key,
+                node=host,
+                evaluated_nodes=result.evaluated_nodes,
+                feasible_nodes=result.feasible_nodes,
+            )
         elapsed = time.perf_counter() - start
         metrics.schedule_attempts.labels(metrics.SCHEDULED, fwk.profile_name).inc()
         metrics.scheduling_attempt_duration.labels(metrics.SCHEDULED, fwk.profile_name).observe(
@@ -323,6 +324,15 @@ class ScheduleOne:
             metrics.pod_scheduling_sli_duration.labels(attempts_label(assumed.attempts)).observe(
                 self.s.clock.now() - assumed.initial_attempt_timestamp
             )
+        if assumed.was_flushed_from_unschedulable:
+            if debug_enabled():  # V(4)
+                log.debug(
+                    "pod scheduled after flush from unschedulable pods",
+                    pod=pod.key,
+                    unschedulable_plugins=sorted(assumed.unschedulable_plugins),
+                    pending_plugins=sorted(assumed.pending_plugins),
+                )
+            metrics.pod_scheduled_after_flush.inc()
         fwk.run_post_bind_plugins(state, pod, host)
         return None, None
 
@@ -383,9 +393,11 @@ class ScheduleOne:
         if fit is not None:
             pinfo.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
             pinfo.pending_plugins = set(fit.diagnosis.pending_plugins)
-            log.info("unable to schedule pod; no fit; waiting", pod=pod.key, err=message)
+            if v_enabled(2):
+                log.info("unable to schedule pod; no fit; waiting", pod=pod.key, err=message)
         elif rejected:
-            log.info("unable to schedule pod; waiting", pod=pod.key, err=message)
+            if v_enabled(2):
+                log.info("unable to schedule pod; waiting", pod=pod.key, err=message)
         else:
             log.error("error scheduling pod; retrying", pod=pod.key, err=message)
 

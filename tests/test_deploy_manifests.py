@@ -61,7 +61,7 @@ def test_lease_permissions_are_limited_to_the_configured_lease() -> None:
         for (kind, _), obj in objects.items()
         if kind in ("Role", "ClusterRole")
         for rule in obj["rules"]
-        if "leases" in rule["resources"]
+        if "leases" in rule.get("resources", [])
     ]
     assert all(kind == "Role" for _, kind in rules), "no ClusterRole may grant leases"
     (role,) = (o for (k, _), o in objects.items() if k == "Role")

@@ -14,16 +14,7 @@ from __future__ import annotations
 #: Full spec name as in the report (Ginkgo's container texts and leaf text joined by spaces;
 #: the e2e framework appends labels such as [Serial] to the leaf text) -> the missing
 #: kube-pysched plugin and why the spec needs it.
-EXPECTED_FAILURES: dict[str, str] = {
-    # Passed until the guards of issue 13 by ignoring the volume altogether (the PV's node
-    # affinity was never read); the VolumeBinding guard now keeps the pod Pending, as every
-    # pod with a PersistentVolumeClaim, until the storage plugins land.
-    "[sig-scheduling] SchedulerPredicates when PVC has node-affinity to non-existent/illegal "
-    "nodes, the pod should be scheduled normally if suitable nodes exist [Serial]": (
-        "VolumeBinding (and the other storage plugins): a pod with a PersistentVolumeClaim "
-        "waits for them, with a message naming the missing plugin"
-    ),
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 
 #: Full spec name -> the plugin whose absence makes the outcome a matter of luck.
 NOT_JUDGED: dict[str, str] = {}

@@ -49,6 +49,14 @@ def claim_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{_seg(namespace)}/persistentvolumeclaims/{_seg(name)}"
 
 
+TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
+SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+# The delegated authenticator's and authorizer's budget per review (DelegatingAuthorization's
+# ClientTimeout) and their retry backoff (DefaultAuthWebhookRetryBackoff: 0.5s x1.5, 5 steps).
+REVIEW_TIMEOUT = 10.0
+
+
 def events_path(namespace: str, name: str = "") -> str:
     base = f"/apis/events.k8s.io/v1/namespaces/{_seg(namespace)}/events"
     return f"{base}/{_seg(name)}" if name else base
@@ -148,6 +156,41 @@ class KubeApi:
         """PUT of a whole PersistentVolumeClaim (the selected-node annotation); conditional."""
         meta = claim["metadata"]
         result: Json = self.rest.put(claim_path(meta["namespace"], meta["name"]), claim)
+        return result
+
+    # --- delegated authentication and authorization (the secure port) ----------------------
+
+    def create_token_review(self, token: str, audiences: list[str] | None = None) -> Json:
+        """POST a TokenReview; the returned object's status says who the token belongs to.
+
+        Retried on server errors and refused connections as the delegating authenticator's
+        webhook backoff; any remaining error is raised (the caller fails closed).
+        """
+        spec: Json = {"token": token}
+        if audiences:
+            spec["audiences"] = audiences
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
+        return self._review(TOKEN_REVIEWS, review)
+
+    def create_subject_access_review(self, spec: Json) -> Json:
+        """POST a SubjectAccessReview with `spec` (user, groups, uid, extra, attributes)."""
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": spec,
+        }
+        return self._review(SUBJECT_ACCESS_REVIEWS, review)
+
+    def _review(self, path: str, review: Json) -> Json:
+        body = orjson.dumps(review)
+        result: Json = retry_on_error(
+            lambda: self.rest.post(path, body, within=REVIEW_TIMEOUT),
+            is_retriable,
+            steps=5,
+            initial=0.5,
+            factor=1.5,
+            jitter=0.2,
+        )
         return result
 
     # --- events -----------------------------------------------------------------------------

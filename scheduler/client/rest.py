@@ -1,5 +1,7 @@
 """The HTTP client every API call goes through: keep-alive connections, orjson bodies,
-client-side rate limiting, retries and client-go's rest_client_* metrics.
+client-side rate limiting, retries and client-go's rest_client_* metrics (requests, request
+duration, rate-limiter wait, request and response size, retries; as client-go, a watch counts
+as a request but has no request or response size).
 
 Thread-safe: one RestClient serves all the scheduler's worker threads. Requests reuse a bounded
 set of keep-alive connections (callers beyond `max_connections` wait for one). Watches get a
@@ -134,6 +136,9 @@ class RestClient:
         self._request_counters: dict[tuple[str, str], Any] = {}
         self._durations: dict[str, Any] = {}
         self._throttle_durations: dict[str, Any] = {}
+        self._request_sizes: dict[str, Any] = {}
+        self._response_sizes: dict[str, Any] = {}
+        self._retry_counters: dict[tuple[str, str], Any] = {}
         self._fenced = ""
 
     # --- plumbing ---------------------------------------------------------------------------
@@ -172,6 +177,15 @@ class RestClient:
         if counter is None:
             counter = metrics.rest_client_requests.labels(code, method, self.host)
             self._request_counters[(code, method)] = counter
+        counter.inc()
+
+    def _count_retry(self, code: str, method: str) -> None:
+        """rest_client_request_retries_total, per attempt that is retried (client-go counts
+        every response or error but the last one's)."""
+        counter = self._retry_counters.get((code, method))
+        if counter is None:
+            counter = metrics.rest_client_request_retries.labels(code, method, self.host)
+            self._retry_counters[(code, method)] = counter
         counter.inc()
 
     def _observe(self, cache: dict[str, Any], family: Any, method: str, seconds: float) -> None:
@@ -244,6 +258,7 @@ class RestClient:
         read_timeout = self._timeout if timeout is None else timeout
         deadline = None if within is None else time.monotonic() + within
         verb = method.encode()
+        request_size = len(body) if body is not None else 0
         backoff: Backoff | None = None
         attempts = 0
         retry_after_count = 0
@@ -272,8 +287,12 @@ class RestClient:
                     time.perf_counter() - start,
                 )
                 self._count("<error>", method)
+                self._observe(
+                    self._request_sizes, metrics.rest_client_request_size, method, request_size
+                )
                 safe = not err.request_sent or method in IDEMPOTENT_VERBS
                 if safe and attempts < self._max_retries:
+                    self._count_retry("<error>", method)
                     attempts += 1
                     if backoff is None:
                         backoff = self._new_backoff()
@@ -290,8 +309,15 @@ class RestClient:
                 method,
                 time.perf_counter() - start,
             )
-            self._count(str(status), method)
+            code = str(status)
+            self._count(code, method)
+            self._observe(
+                self._request_sizes, metrics.rest_client_request_size, method, request_size
+            )
             if status < 300:
+                self._observe(
+                    self._response_sizes, metrics.rest_client_response_size, method, len(resp.body)
+                )
                 return status, resp.body
             retry_after = _retry_after(resp)
             if (
@@ -300,6 +326,7 @@ class RestClient:
                 and retry_after_count < MAX_RETRY_AFTER_RETRIES
             ):
                 retry_after_count += 1
+                self._count_retry(code, method)
                 log.debug("retrying as the server asked", verb=method, url=target, status=status)
                 self._sleep(_until(deadline, retry_after))
                 continue
@@ -307,7 +334,12 @@ class RestClient:
                 auth_retried = True
                 self.config.auth.invalidate()
                 if self.config.auth() is not self._headers_auth:
+                    self._count_retry(code, method)
                     continue
+            if resp.body:
+                self._observe(
+                    self._response_sizes, metrics.rest_client_response_size, method, len(resp.body)
+                )
             raise ApiError.from_response(status, _decode_error_body(resp.body), retry_after)
 
     def request(

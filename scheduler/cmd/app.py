@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from scheduler import __version__
+from scheduler import __version__, metrics
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
 from scheduler.api.spread import Service, Workload
@@ -41,11 +41,14 @@ from scheduler.client.informer import (
     workload_informer,
 )
 from scheduler.client.leaderelection import LeaderElectionConfig, LeaderElector
+from scheduler.client.ratelimit import TokenBucket
 from scheduler.client.rest import RestClient
 from scheduler.client.storage import StorageInformers
 from scheduler.clock import RealClock
+from scheduler.cmd.auth import Authenticator, Authorizer, RequestGuard, TokenAuthenticator
 from scheduler.cmd.options import Options
 from scheduler.cmd.server import HealthServer
+from scheduler.cmd.tls import TLSConfigError, server_context
 from scheduler.config.types import KubeSchedulerConfiguration
 from scheduler.eventhandlers import EventHandlers, PodTransform, transform_node
 from scheduler.features import FeatureGates
@@ -61,6 +64,10 @@ log = structlog.get_logger(__name__)
 
 SYNC_TIMEOUT = 300.0
 EVENT_FLUSH_ON_STOP = 2.0
+# The delegating authenticator's and authorizer's client: QPS 200, burst 400 (apiserver's
+# DelegatingAuthenticationOptions.getClient), never throttled behind the scheduler's calls.
+REVIEW_QPS = 200.0
+REVIEW_BURST = 400
 
 
 def profile_specs(config: KubeSchedulerConfiguration) -> list[ProfileSpec]:
@@ -132,6 +139,7 @@ class App:
         self.cache.export_metrics()
         self.snapshot = Snapshot()
         self.features = self.options.feature_gates
+        metrics.apply_feature_gates(self.features)
         self.pdbs: Informer[PodDisruptionBudget] = pdb_informer(self.rest)
         self.namespaces: Informer[Namespace] = namespace_informer(self.rest)
         # Selectors for PodTopologySpread's default constraints (helper.DefaultSelector).
@@ -192,13 +200,65 @@ class App:
         self._informers_started = False
         self._scheduling = False
         self.lost_lease = False
-        self.server = HealthServer(
-            self.options.bind_address,
-            self.options.port,
-            readiness=self.readiness,
-            liveness=self.liveness,
-            configz=config.to_dict,
-        )
+        self.servers = self._build_servers()
+
+    def _build_servers(self) -> list[HealthServer]:
+        """The secure port (unless --secure-port=0), then the plain loopback one (--port)."""
+        servers: list[HealthServer] = []
+        config = self.options.config
+        secure = self.options.secure_serving
+        try:
+            if secure.port:
+                # Reviews go through their own client: not fenced when the lease is lost, and
+                # not throttled behind the scheduler's own calls.
+                reviews = KubeApi(
+                    RestClient(
+                        self.client_config,
+                        max_connections=4,
+                        rate_limiter=TokenBucket(REVIEW_QPS, REVIEW_BURST),
+                    )
+                )
+                guard = RequestGuard(
+                    Authenticator(TokenAuthenticator(reviews, ttl=secure.token_cache_ttl)),
+                    Authorizer(
+                        reviews,
+                        always_allow_paths=secure.always_allow_paths,
+                        allowed_ttl=secure.authorized_ttl,
+                        denied_ttl=secure.unauthorized_ttl,
+                    ),
+                )
+                tls = server_context(
+                    cert_file=secure.cert_file,
+                    key_file=secure.key_file,
+                    client_ca_file=secure.client_ca_file,
+                    bind_address=secure.bind_address,
+                )
+                servers.append(
+                    HealthServer(
+                        secure.bind_address,
+                        secure.port,
+                        readiness=self.readiness,
+                        liveness=self.liveness,
+                        configz=config.to_dict,
+                        tls=tls,
+                        guard=guard,
+                    )
+                )
+            if self.options.port:
+                servers.append(
+                    HealthServer(
+                        self.options.address,
+                        self.options.port,
+                        readiness=self.readiness,
+                        liveness=self.liveness,
+                        configz=config.to_dict,
+                    )
+                )
+        except BaseException:
+            for server in servers:
+                server.stop()
+            raise
+        return servers
 
     def _workload(self, kind: str, namespace: str, name: str) -> Workload | None:
         informer = self.workloads.get(kind)
@@ -288,14 +348,17 @@ class App:
 
     def start(self) -> None:
         self.recorder.start()
-        self.server.start()
+        for server in self.servers:
+            server.start()
+            if server.secure:
+                log.info("serving securely", address=f"{server.bind_address}:{server.port}")
+            else:
+                log.warning(
+                    "serving plain HTTP without authentication (development only)",
+                    address=f"{server.bind_address}:{server.port}",
+                )
         config = self.options.config
-        log.info(
-            "starting kube-pysched",
-            version=__version__,
-            profiles=sorted(self.frameworks),
-            address=f"{self.options.bind_address}:{self.server.port}",
-        )
+        log.info("starting kube-pysched", version=__version__, profiles=sorted(self.frameworks))
         election = config.leader_election
         leader_elect = election.leader_elect
         if not config.delay_cache_until_active or not leader_elect:
@@ -333,7 +396,8 @@ class App:
             self.scheduler.halt()
         if self.elector is not None:
             self.elector.stop(timeout=1.0)
-        self.server.stop()
+        for server in self.servers:
+            server.stop()
         log.info("kube-pysched stopped after losing the lease")
 
     def stop(self) -> None:
@@ -347,7 +411,8 @@ class App:
             informer.stop(timeout=2.0)
         # Events are best effort (as client-go's broadcaster): a short flush, then exit.
         self.recorder.stop(timeout=EVENT_FLUSH_ON_STOP)
-        self.server.stop()
+        for server in self.servers:
+            server.stop()
         log.info("kube-pysched stopped")
 
 
@@ -355,11 +420,11 @@ def run(options: Options, *, registry: Registry | None = None, install_signals: 
     """Runs until SIGTERM/SIGINT (exit 0) or lost leadership (exit 1).
 
     Problems found while building the process (plugin args, kubeconfig, a taken port) are
-    reported in one line and exit 1 before anything is started.
+    reported in one line and exit 1 before anything is started (so are unusable TLS files).
     """
     try:
         app = App(options, registry if registry is not None else full_registry())
-    except (FrameworkError, ClientConfigError, OSError) as err:
+    except (FrameworkError, ClientConfigError, TLSConfigError, OSError) as err:
         log.error("cannot start kube-pysched", error=str(err))
         print(f"kube-pysched: {err}", file=sys.stderr)
         return 1

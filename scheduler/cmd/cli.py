@@ -6,11 +6,20 @@ Exit codes: 0 clean shutdown, 1 configuration or runtime error, 2 bad command li
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import sys
 from collections.abc import Sequence
 
 from scheduler import __version__
-from scheduler.cmd.options import DEFAULT_MAX_IN_UNSCHEDULABLE, DEFAULT_PORT, Options
+from scheduler.cmd.options import (
+    DEFAULT_ALWAYS_ALLOW_PATHS,
+    DEFAULT_AUTH_CACHE_TTL,
+    DEFAULT_MAX_IN_UNSCHEDULABLE,
+    DEFAULT_SECURE_PORT,
+    LOOPBACK_ADDRESS,
+    Options,
+    SecureServing,
+)
 from scheduler.config import ConfigError, load_config
 from scheduler.config.duration import parse_duration
 from scheduler.config.types import KubeSchedulerConfiguration
@@ -28,6 +37,35 @@ def _duration(text: str) -> float:
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"must be greater than zero, got {text!r}")
     return seconds
+
+
+def _ttl(text: str) -> float:
+    """A cache TTL: 0 disables the cache, as apiserver's."""
+    try:
+        seconds = parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
+    return seconds
+
+
+def _paths(text: str) -> tuple[str, ...]:
+    """A comma-separated list of HTTP paths; "/prefix/*" matches a prefix."""
+    paths = tuple(p.strip() for p in text.split(",") if p.strip())
+    for path in paths:
+        if "*" in path[:-1]:
+            raise argparse.ArgumentTypeError(f"only a trailing * is allowed, got {path!r}")
+    return paths
+
+
+def is_loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 def _feature_gates(text: str) -> FeatureGates:
@@ -95,20 +133,86 @@ def build_parser() -> argparse.ArgumentParser:
         default=FeatureGates(),
         help="kube-scheduler feature gates that kube-pysched implements",
     )
-    parser.add_argument(
+    secure = parser.add_argument_group(
+        "secure serving",
+        "HTTPS for /metrics, /configz, /healthz, /livez, /readyz with delegated authentication "
+        "(TokenReview) and authorization (SubjectAccessReview), as kube-scheduler",
+    )
+    secure.add_argument(
         "--bind-address",
         default="0.0.0.0",
         metavar="ADDRESS",
-        help="address of the metrics/health HTTP server (default 0.0.0.0)",
+        help="address of the secure port (default 0.0.0.0: all interfaces)",
     )
-    parser.add_argument(
-        "--port",
+    secure.add_argument(
         "--secure-port",
-        dest="port",
         type=_port,
-        default=DEFAULT_PORT,
-        help=f"port of the /metrics, /healthz, /readyz, /configz server; it serves PLAIN HTTP "
-        f"(kube-scheduler's 10259 is HTTPS); 0 picks a free port (default {DEFAULT_PORT})",
+        default=DEFAULT_SECURE_PORT,
+        help=f"HTTPS port; 0 serves no HTTPS at all (default {DEFAULT_SECURE_PORT})",
+    )
+    secure.add_argument(
+        "--tls-cert-file",
+        default="",
+        metavar="PATH",
+        help="serving certificate (PEM, followed by any intermediates); without it and "
+        "--tls-private-key-file a certificate for localhost/127.0.0.1 is generated at start",
+    )
+    secure.add_argument(
+        "--tls-private-key-file", default="", metavar="PATH", help="key of --tls-cert-file"
+    )
+    secure.add_argument(
+        "--client-ca-file",
+        default="",
+        metavar="PATH",
+        help="CA bundle: a client certificate it signed authenticates as its CN (user) and "
+        "O (groups)",
+    )
+    secure.add_argument(
+        "--authentication-token-webhook-cache-ttl",
+        type=_ttl,
+        default=DEFAULT_AUTH_CACHE_TTL,
+        metavar="DURATION",
+        help="how long TokenReview answers are cached (default 10s)",
+    )
+    secure.add_argument(
+        "--authorization-webhook-cache-authorized-ttl",
+        type=_ttl,
+        default=DEFAULT_AUTH_CACHE_TTL,
+        metavar="DURATION",
+        help="how long allowed SubjectAccessReview answers are cached (default 10s)",
+    )
+    secure.add_argument(
+        "--authorization-webhook-cache-unauthorized-ttl",
+        type=_ttl,
+        default=DEFAULT_AUTH_CACHE_TTL,
+        metavar="DURATION",
+        help="how long denied SubjectAccessReview answers are cached (default 10s)",
+    )
+    secure.add_argument(
+        "--authorization-always-allow-paths",
+        type=_paths,
+        default=DEFAULT_ALWAYS_ALLOW_PATHS,
+        metavar="PATHS",
+        help="comma-separated paths served without authorization (default "
+        f"{','.join(DEFAULT_ALWAYS_ALLOW_PATHS)})",
+    )
+    insecure = parser.add_argument_group(
+        "insecure serving (development only)",
+        "plain HTTP without authentication or authorization, on loopback only; "
+        "kube-scheduler has no such port",
+    )
+    insecure.add_argument(
+        "--port",
+        type=_port,
+        default=0,
+        help="plain-HTTP port for /metrics, /configz and the health endpoints; 0 (the "
+        "default) serves none",
+    )
+    insecure.add_argument(
+        "--address",
+        default=LOOPBACK_ADDRESS,
+        metavar="ADDRESS",
+        help=f"address of --port; must be a loopback address (default {LOOPBACK_ADDRESS})",
     )
     parser.add_argument(
         "--leader-elect",
@@ -132,7 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=_verbosity,
         default=0,
         metavar="LEVEL",
-        help="log verbosity: 0-3 info, 4 and above debug (per-pod scheduling detail)",
+        help=(
+            "log verbosity as kube-scheduler's klog -v: 2 adds a line per bound or "
+            "unschedulable pod, 4 and above debug (per-pod scheduling detail)"
+        ),
     )
     parser.add_argument(
         "--pod-max-in-unschedulable-pods-duration",
@@ -150,6 +257,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # argparse has printed the help, version or usage error
         return done.code if isinstance(done.code, int) else EXIT_USAGE
+    if not is_loopback(args.address):
+        print(
+            f"kube-pysched: --address {args.address} is not a loopback address: the plain-HTTP "
+            "--port has no authentication and serves loopback only; use --secure-port",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     from scheduler.framework.registry import RegistryError
     from scheduler.plugins.registry import full_registry
 
@@ -180,8 +294,19 @@ def options_from_args(args: argparse.Namespace, config: KubeSchedulerConfigurati
         config=config,
         master=args.master,
         feature_gates=args.feature_gates,
-        bind_address=args.bind_address,
+        secure_serving=SecureServing(
+            bind_address=args.bind_address,
+            port=args.secure_port,
+            cert_file=args.tls_cert_file,
+            key_file=args.tls_private_key_file,
+            client_ca_file=args.client_ca_file,
+            token_cache_ttl=args.authentication_token_webhook_cache_ttl,
+            authorized_ttl=args.authorization_webhook_cache_authorized_ttl,
+            unauthorized_ttl=args.authorization_webhook_cache_unauthorized_ttl,
+            always_allow_paths=args.authorization_always_allow_paths,
+        ),
         port=args.port,
+        address=args.address,
         log_format=args.log_format,
         verbosity=args.verbosity,
         pod_max_in_unschedulable_pods_duration=args.pod_max_in_unschedulable_pods_duration,

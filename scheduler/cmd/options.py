@@ -7,8 +7,27 @@ from dataclasses import dataclass, field
 from scheduler.config.types import KubeSchedulerConfiguration
 from scheduler.features import FeatureGates
 
-DEFAULT_PORT = 10259
+DEFAULT_SECURE_PORT = 10259  # kube-scheduler's DefaultKubeSchedulerPort
 DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
+DEFAULT_AUTH_CACHE_TTL = 10.0
+DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
+LOOPBACK_ADDRESS = "127.0.0.1"
+
+
+@dataclass
+class SecureServing:
+    """The HTTPS port and its delegated authentication/authorization (kube-scheduler's
+    SecureServingOptions, DelegatingAuthenticationOptions, DelegatingAuthorizationOptions)."""
+
+    bind_address: str = "0.0.0.0"  # --bind-address
+    port: int = DEFAULT_SECURE_PORT  # --secure-port; 0 serves no HTTPS at all
+    cert_file: str = ""  # --tls-cert-file; empty: a pair generated at start
+    key_file: str = ""  # --tls-private-key-file
+    client_ca_file: str = ""  # --client-ca-file; empty: no client-certificate authentication
+    token_cache_ttl: float = DEFAULT_AUTH_CACHE_TTL  # --authentication-token-webhook-cache-ttl
+    authorized_ttl: float = DEFAULT_AUTH_CACHE_TTL  # --authorization-webhook-cache-authorized-ttl
+    unauthorized_ttl: float = DEFAULT_AUTH_CACHE_TTL  # ...-cache-unauthorized-ttl
+    always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
 
 
 @dataclass
@@ -19,8 +38,11 @@ class Options:
     config: KubeSchedulerConfiguration
     master: str | None = None  # --master: API server URL, overrides the kubeconfig's
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
-    bind_address: str = "0.0.0.0"  # of the plain-HTTP /metrics, /healthz, /readyz server
-    port: int = DEFAULT_PORT  # 0 picks a free port
+    secure_serving: SecureServing = field(default_factory=SecureServing)
+    # --port/--address: plain HTTP without authentication, for development; loopback only,
+    # 0 (the default) serves none.
+    port: int = 0
+    address: str = LOOPBACK_ADDRESS
     log_format: str = "json"  # json | console
-    verbosity: int = 0  # klog-style -v; 4 and above logs at debug
+    verbosity: int = 0  # klog-style -v: 2 per-pod results, 4 and above logs at debug
     pod_max_in_unschedulable_pods_duration: float = DEFAULT_MAX_IN_UNSCHEDULABLE  # seconds

@@ -1,15 +1,19 @@
-"""The HTTP endpoints: /metrics, /healthz, /livez, /readyz, /configz (plain HTTP).
+"""The HTTP endpoints: /metrics, /healthz, /livez, /readyz, /configz.
 
-kube-scheduler serves these over HTTPS on 10259; kube-pysched serves plain HTTP on the same
-port number and expects a mesh or network policy to protect it where that matters.
+One HealthServer per port: the secure port (HTTPS on 10259, every request authenticated and
+authorized by a RequestGuard, as kube-scheduler's) and, for development only, a plain-HTTP port
+on loopback without either. The TLS handshake runs on the connection's own thread, so a slow or
+broken client never holds the accept loop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import socket
 import socketserver
+import ssl
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,9 +24,11 @@ import structlog
 from prometheus_client.exposition import choose_encoder, gzip_accepted
 
 from scheduler import metrics
+from scheduler.cmd.auth import RequestGuard
 
 Readiness = Callable[[], list[tuple[str, bool]]]
 TEXT = "text/plain; charset=utf-8"
+HANDSHAKE_TIMEOUT = 10.0
 # kube-scheduler registers its configuration under this name on /configz.
 CONFIGZ_NAME = "componentconfig"
 
@@ -46,6 +52,22 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, *, send_body: bool) -> None:
         self._send_body = send_body
         path, _, query = self.path.partition("?")
+        guard = self.server.guard
+        if guard is not None:
+            peer_cert = None
+            if isinstance(self.connection, ssl.SSLSocket):
+                peer_cert = self.connection.getpeercert() or None
+            refusal = guard.check(
+                self.command,
+                path,
+                self.headers.get("Authorization"),
+                peer_cert,
+                request_uri=self.path,
+            )
+            if refusal is not None:
+                headers = {"X-Content-Type-Options": "nosniff"}
+                self._reply(refusal.code, refusal.body, refusal.content_type, headers)
+                return
         verbose = "verbose" in parse_qs(query, keep_blank_values=True)
         if path == "/metrics":
             self._metrics()
@@ -116,6 +138,8 @@ class _Server(ThreadingHTTPServer):
         readiness: Readiness,
         liveness: Readiness,
         configz: Callable[[], Any],
+        tls: ssl.SSLContext | None,
+        guard: RequestGuard | None,
     ) -> None:
         # An IPv6 bind address ("::", "::1") needs an IPv6 socket.
         if ":" in address[0]:
@@ -124,6 +148,26 @@ class _Server(ThreadingHTTPServer):
         self.readiness = readiness
         self.liveness = liveness
         self.configz = configz
+        self.tls = tls
+        self.guard = guard
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """On the connection's thread: the TLS handshake first, when this port is HTTPS."""
+        if self.tls is None:
+            super().finish_request(request, client_address)
+            return
+        request.settimeout(HANDSHAKE_TIMEOUT)
+        try:
+            conn = self.tls.wrap_socket(request, server_side=True)
+        except (OSError, ssl.SSLError) as err:
+            log.debug("TLS handshake failed", client=str(client_address[0]), error=str(err))
+            return
+        try:
+            conn.settimeout(None)
+            super().finish_request(conn, client_address)
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
 
     def server_bind(self) -> None:
         """HTTPServer would resolve the bind address's FQDN here, a DNS lookup we do not need."""
@@ -144,9 +188,16 @@ class HealthServer:
         readiness: Readiness,
         liveness: Readiness = lambda: [("ping", True)],
         configz: Callable[[], Any] = dict,
+        tls: ssl.SSLContext | None = None,
+        guard: RequestGuard | None = None,
     ) -> None:
-        """`readiness` serves /readyz and `liveness` /healthz and /livez: (check, passed)."""
-        self._server = _Server((bind_address, port), readiness, liveness, configz)
+        """`readiness` serves /readyz and `liveness` /healthz and /livez: (check, passed).
+
+        With `tls` the port is HTTPS; with `guard` every request is authenticated and
+        authorized first (kube-scheduler's secure port has both).
+        """
+        self._server = _Server((bind_address, port), readiness, liveness, configz, tls, guard)
+        self.secure = tls is not None
         self.bind_address = bind_address
         self.port: int = self._server.server_address[1]
         self._thread: threading.Thread | None = None

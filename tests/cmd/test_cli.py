@@ -25,7 +25,18 @@ def test_version() -> None:
 def test_help_lists_the_flags() -> None:
     result = run("--help")
     assert result.returncode == 0
-    for flag in ("--config", "--kubeconfig", "--feature-gates", "--port", "--leader-elect", "--v"):
+    for flag in (
+        "--config",
+        "--kubeconfig",
+        "--feature-gates",
+        "--secure-port",
+        "--bind-address",
+        "--tls-cert-file",
+        "--authorization-always-allow-paths",
+        "--port",
+        "--leader-elect",
+        "--v",
+    ):
         assert flag in result.stdout
 
 

@@ -75,7 +75,12 @@ def test_defaults_without_flags(captured: list[Options]) -> None:
     # kube-scheduler's whole default list, never filtered to what the registry provides.
     multi_point = options.config.profiles[0].to_spec().plugin_set("multiPoint").enabled
     assert [ref.name for ref in multi_point] == list(PLUGINS)
-    assert (options.bind_address, options.port) == ("0.0.0.0", 10259)
+    secure = options.secure_serving
+    assert (secure.bind_address, secure.port) == ("0.0.0.0", 10259)  # HTTPS, as kube-scheduler
+    assert (secure.cert_file, secure.key_file, secure.client_ca_file) == ("", "", "")
+    assert (secure.token_cache_ttl, secure.authorized_ttl, secure.unauthorized_ttl) == (10, 10, 10)
+    assert secure.always_allow_paths == ("/healthz", "/readyz", "/livez")
+    assert (options.address, options.port) == ("127.0.0.1", 0)  # no plain HTTP by default
     assert options.master is None
     assert options.config.client_connection.kubeconfig == ""
     assert options.config.leader_election.leader_elect is True  # kube-scheduler's default
@@ -99,8 +104,19 @@ def test_flags_and_config_file(captured: list[Options], tmp_path: Path) -> None:
             "SchedulerQueueingHints=false",
             "--bind-address",
             "127.0.0.1",
-            "--port",
+            "--secure-port",
             "0",
+            "--port",
+            "8080",
+            "--address",
+            "::1",
+            "--tls-cert-file=/c.crt",
+            "--tls-private-key-file=/c.key",
+            "--client-ca-file=/ca.crt",
+            "--authentication-token-webhook-cache-ttl=1m",
+            "--authorization-webhook-cache-authorized-ttl=0s",
+            "--authorization-webhook-cache-unauthorized-ttl=2s",
+            "--authorization-always-allow-paths=/healthz,/debug/*",
             "--leader-elect=false",
             "--log-format",
             "console",
@@ -114,7 +130,16 @@ def test_flags_and_config_file(captured: list[Options], tmp_path: Path) -> None:
     assert options.config.parallelism == 3
     assert options.master == "http://127.0.0.1:8080"
     assert not options.feature_gates.enabled("SchedulerQueueingHints")
-    assert (options.bind_address, options.port) == ("127.0.0.1", 0)
+    secure = options.secure_serving
+    assert (secure.bind_address, secure.port) == ("127.0.0.1", 0)
+    assert (secure.cert_file, secure.key_file, secure.client_ca_file) == (
+        "/c.crt",
+        "/c.key",
+        "/ca.crt",
+    )
+    assert (secure.token_cache_ttl, secure.authorized_ttl, secure.unauthorized_ttl) == (60, 0, 2)
+    assert secure.always_allow_paths == ("/healthz", "/debug/*")
+    assert (options.address, options.port) == ("::1", 8080)
     assert (options.log_format, options.verbosity) == ("console", 4)
     assert options.pod_max_in_unschedulable_pods_duration == 90.0
     # Flags win over the file, and /configz shows what is in effect.
@@ -122,16 +147,37 @@ def test_flags_and_config_file(captured: list[Options], tmp_path: Path) -> None:
     assert options.config.client_connection.kubeconfig == "/kc"
 
 
-def test_leader_elect_alone_means_true_and_secure_port_is_an_alias(
+def test_leader_elect_alone_means_true_and_secure_port_is_not_the_plain_port(
     captured: list[Options],
 ) -> None:
     assert cli.main(["--leader-elect", "--secure-port", "12345", "-v", "2"]) == 0
     leader_elect = captured[0].config.leader_election.leader_elect
-    assert (leader_elect, captured[0].port, captured[0].verbosity) == (
+    assert (leader_elect, captured[0].secure_serving.port, captured[0].verbosity) == (
         True,
         12345,
         2,
     )
+    assert captured[0].port == 0
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "::", "10.1.2.3", "example.com"])
+def test_plain_port_refuses_a_non_loopback_address(
+    captured: list[Options], address: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["--port", "8080", "--address", address]) == 2
+    assert not captured
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err
+    assert err == (
+        f"kube-pysched: --address {address} is not a loopback address: the plain-HTTP --port "
+        "has no authentication and serves loopback only; use --secure-port"
+    )
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_plain_port_accepts_loopback(captured: list[Options], address: str) -> None:
+    assert cli.main(["--port", "8080", "--address", address]) == 0
+    assert (captured[0].address, captured[0].port) == (address, 8080)
 
 
 def test_exit_code_is_app_runs(fake_registry: object, run_result: Callable[[int], None]) -> None:
@@ -143,6 +189,9 @@ def test_exit_code_is_app_runs(fake_registry: object, run_result: Callable[[int]
     ("argv", "message"),
     [
         (["--port", "70000"], "port 70000 is not in the range 0-65535"),
+        (["--secure-port", "-1"], "port -1 is not in the range 0-65535"),
+        (["--authentication-token-webhook-cache-ttl=-1s"], "must not be negative"),
+        (["--authorization-always-allow-paths", "/a*b"], "only a trailing * is allowed"),
         (["--v", "-1"], "verbosity must be 0 or more"),
         (["--log-format", "xml"], "invalid choice: 'xml'"),
         (["--pod-max-in-unschedulable-pods-duration", "5x"], 'time: invalid duration "5x"'),

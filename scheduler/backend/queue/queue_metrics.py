@@ -1,6 +1,10 @@
 """The queue's metrics, with their label children cached (labels() is costly on hot paths):
 pending pods per queue, incoming pods per queue and event, unschedulable pods per plugin, and
-the PreEnqueue extension point's duration."""
+the PreEnqueue extension point's duration.
+
+kube-pysched has no pod groups, so every queued entity is a pod: scheduler_queued_entities
+{type="pod"} follows scheduler_pending_pods, and scheduler_queue_incoming_entities_total
+{type="pod"} is counted with scheduler_queue_incoming_pods_total (see incoming())."""
 
 from __future__ import annotations
 
@@ -20,8 +24,11 @@ class QueueMetrics:
             q: metrics.pending_pods.labels(q)
             for q in (metrics.ACTIVE_Q, metrics.BACKOFF_Q, metrics.UNSCHEDULABLE_Q, metrics.GATED_Q)
         }
+        self._entity_children = {
+            q: metrics.queued_entities.labels(q, metrics.POD_ENTITY) for q in self._pending_children
+        }
         self._pending_values: dict[str, int] = {}
-        self._incoming_children: dict[tuple[str, str], Any] = {}
+        self._incoming_children: dict[tuple[str, str], tuple[Any, Any]] = {}
         self._reason_children: dict[tuple[str, str], Any] = {}
         self._pre_enqueue_children: dict[tuple[str, str], Any] = {}
 
@@ -37,15 +44,24 @@ class QueueMetrics:
         for queue, value in values.items():
             if last.get(queue) != value:
                 self._pending_children[queue].set(value)
+                self._entity_children[queue].set(value)
         self._pending_values = values
 
-    def incoming(self, queue: str, event: str) -> None:
+    def incoming(self, queue: str, event: str, strategy_queue: str | None = None) -> None:
+        """A pod entered `queue` because of `event`. When a queueing strategy sent it, the pod
+        is a new queued entity only if it landed elsewhere than the strategy's queue (as
+        kube-scheduler counts scheduler_queue_incoming_entities_total)."""
         key = (queue, event)
-        child = self._incoming_children.get(key)
-        if child is None:
-            child = metrics.queue_incoming_pods.labels(queue, event)
-            self._incoming_children[key] = child
-        child.inc()
+        children = self._incoming_children.get(key)
+        if children is None:
+            children = (
+                metrics.queue_incoming_pods.labels(queue, event),
+                metrics.queue_incoming_entities.labels(queue, event, metrics.POD_ENTITY),
+            )
+            self._incoming_children[key] = children
+        children[0].inc()
+        if queue != strategy_queue:
+            children[1].inc()
 
     def unschedulable_reason(self, plugin: str, profile: str) -> Any:
         key = (plugin, profile)

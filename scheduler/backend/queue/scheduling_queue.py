@@ -531,46 +531,61 @@ class SchedulingQueue:
 
     def _requeue(self, pinfo: QueuedPodInfo, strategy: Strategy, event: str) -> str:
         """requeuePodWithQueueingStrategy: the queue the pod ended up in."""
+        # The queue the strategy names: a pod that lands there is not a new queued entity for
+        # scheduler_queue_incoming_entities_total (kube-scheduler's recordIncomingEntitiesMetrics).
         if strategy == Strategy.SKIP:
             if self._unschedulable.add_or_update(pinfo):
-                self._metrics.incoming(UNSCHEDULABLE, event)
+                self._metrics.incoming(UNSCHEDULABLE, event, UNSCHEDULABLE)
             return UNSCHEDULABLE
-        if strategy == Strategy.AFTER_BACKOFF and self._backoff.is_backing_off(pinfo):
-            return BACKOFF if self._move_to_backoff(pinfo, event) else UNSCHEDULABLE
-        return ACTIVE if self._move_to_active(pinfo, event, from_backoff=False) else UNSCHEDULABLE
+        if strategy == Strategy.AFTER_BACKOFF:
+            if self._backoff.is_backing_off(pinfo):
+                moved = self._move_to_backoff(pinfo, event, BACKOFF)
+                return BACKOFF if moved else UNSCHEDULABLE
+            moved = self._move_to_active(pinfo, event, from_backoff=False, strategy_queue=BACKOFF)
+            return ACTIVE if moved else UNSCHEDULABLE
+        moved = self._move_to_active(pinfo, event, from_backoff=False, strategy_queue=ACTIVE)
+        return ACTIVE if moved else UNSCHEDULABLE
 
-    def _park_gated(self, pinfo: QueuedPodInfo, event: str) -> None:
+    def _park_gated(self, pinfo: QueuedPodInfo, event: str, strategy_queue: str | None) -> None:
         if debug_enabled() and pinfo.pod.uid not in self._unschedulable:
             log.debug(
                 "pod is gated", pod=pinfo.pod.key, plugin=pinfo.gating_plugin, cluster_event=event
             )
         pinfo.was_flushed_from_unschedulable = False
         if self._unschedulable.add_or_update(pinfo):
-            self._metrics.incoming(UNSCHEDULABLE, event)
+            self._metrics.incoming(UNSCHEDULABLE, event, strategy_queue)
 
-    def _move_to_active(self, pinfo: QueuedPodInfo, event: str, from_backoff: bool) -> bool:
+    def _move_to_active(
+        self,
+        pinfo: QueuedPodInfo,
+        event: str,
+        from_backoff: bool,
+        strategy_queue: str | None = None,
+    ) -> bool:
         if not (self._pop_from_backoff_q and from_backoff):
             self._pre_enqueue.run(pinfo)
         if pinfo.gated:
-            self._park_gated(pinfo, event)
+            self._park_gated(pinfo, event, strategy_queue)
             return False
         if pinfo.initial_attempt_timestamp is None:
             pinfo.initial_attempt_timestamp = self._clock.now()
         self._unschedulable.delete(pinfo.pod.uid)
         self._active.add_or_update(pinfo)
-        self._metrics.incoming(ACTIVE, event)
+        self._metrics.incoming(ACTIVE, event, strategy_queue)
         return True
 
-    def _move_to_backoff(self, pinfo: QueuedPodInfo, event: str) -> bool:
+    def _move_to_backoff(
+        self, pinfo: QueuedPodInfo, event: str, strategy_queue: str | None = None
+    ) -> bool:
         if self._pop_from_backoff_q:
             # It may be popped from backoffQ directly, so it must pass PreEnqueue first.
             self._pre_enqueue.run(pinfo)
             if pinfo.gated:
-                self._park_gated(pinfo, event)
+                self._park_gated(pinfo, event, strategy_queue)
                 return False
         self._unschedulable.delete(pinfo.pod.uid)
         self._backoff.add(pinfo)
-        self._metrics.incoming(BACKOFF, event)
+        self._metrics.incoming(BACKOFF, event, strategy_queue)
         return True
 
     # --- lookups -----------------------------------------------------------------------------

@@ -189,8 +189,6 @@ class Executor:
                 self._handle.activate([preemptor])
             elapsed = time.perf_counter() - start
             metrics.goroutines.labels(OPERATION).dec()
-            metrics.goroutines_duration.labels(OPERATION).observe(elapsed)
-            metrics.goroutines_execution.labels(OPERATION, result).inc()
             metrics.preemption_goroutines_duration.labels(result).observe(elapsed)
             metrics.preemption_goroutines_execution.labels(result).inc()
             metrics.preemption_execution_duration.labels(PREEMPTOR_TYPE, result).observe(elapsed)

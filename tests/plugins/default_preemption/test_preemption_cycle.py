@@ -46,7 +46,7 @@ def patches_for(h: Harness, key: str) -> list[dict[str, Any]]:
 
 def goroutines(result: str) -> float:
     value = metrics.REGISTRY.get_sample_value(
-        "scheduler_goroutines_execution_total", {"operation": "preemption", "result": result}
+        "scheduler_preemption_goroutines_execution_total", {"result": result}
     )
     return value or 0.0
 
