@@ -3,21 +3,23 @@ guards.py): GUARDS pairs each missing plugin's name with the guard's SPEC."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from scheduler.framework.interface import Handle
 from scheduler.framework.registry import PluginSpec
 from scheduler.plugins.missing.guards import (
-    MissingPluginGuard,
-    Need,
+    DynamicResourcesGuard,
     accept_any_args,
     resource_claims,
 )
 
 
-def _spec(name: str, need: Need) -> PluginSpec:
-    return PluginSpec(lambda _args, handle: MissingPluginGuard(name, need, handle), accept_any_args)
+def _dynamic_resources(_args: Any, handle: Handle) -> DynamicResourcesGuard:
+    return DynamicResourcesGuard("DynamicResources", resource_claims, handle)
 
 
 GUARDS: tuple[tuple[str, PluginSpec], ...] = (
-    ("DynamicResources", _spec("DynamicResources", resource_claims)),
+    ("DynamicResources", PluginSpec(_dynamic_resources, accept_any_args)),
 )
 
 __all__ = ["GUARDS"]

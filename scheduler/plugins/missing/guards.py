@@ -18,7 +18,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import Handle, PreFilterExtensions
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.framework.types import NodeInfo, NodeToStatus, PostFilterResult, PreFilterResult
 
 #: What a guard looks for in a pod: a short description of what needs the plugin, or "".
 Need = Callable[[Pod, Handle], str]
@@ -58,6 +58,30 @@ class MissingPluginGuard:
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """No cluster event makes the check possible; only the periodic flush retries."""
         return []
+
+
+class DynamicResourcesGuard(MissingPluginGuard):
+    """The DynamicResources guard also keeps kube-scheduler v1.37's PostFilter outcome, which
+    shows in every unschedulable pod's message: DynamicResources runs its PostFilter before
+    DefaultPreemption and reads the state its PreFilter wrote. When an earlier PreFilter
+    rejected the pod, that state is missing: the PostFilter fails with `not found`, which ends
+    PostFilter (no preemption) and becomes the message's last sentence. Otherwise it is
+    Unschedulable without a reason and DefaultPreemption runs."""
+
+    STATE_KEY = "PreFilterDynamicResources"
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        state.write(self.STATE_KEY, True)
+        return super().pre_filter(state, pod, nodes)
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        if state.get(self.STATE_KEY) is None:
+            return None, Status(Code.ERROR, "not found")
+        return None, Status(Code.UNSCHEDULABLE)
 
 
 def accept_any_args(raw: Any) -> Any:

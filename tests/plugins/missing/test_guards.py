@@ -9,6 +9,7 @@ from scheduler.api.objects import Pod
 from scheduler.api.parse import parse_pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeToStatus
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import FakeHandle, build_plugin, make_node, make_pod, make_snapshot
 from scheduler.testing.builders import pod_json
@@ -47,3 +48,19 @@ def test_guards_accept_the_args_kube_scheduler_configurations_give_them() -> Non
     spec = in_tree_registry()["DynamicResources"]
     assert spec.decode_args is not None
     assert spec.decode_args({"filterTimeout": "10s"}) == {"filterTimeout": "10s"}
+
+
+def test_dynamic_resources_post_filter_is_kube_schedulers() -> None:
+    """PostFilter fails with `not found` when an earlier PreFilter rejected the pod (its state
+    was never written), so preemption does not run and the message ends in `not found`;
+    otherwise it is Unschedulable without a reason and DefaultPreemption decides."""
+    snap = make_snapshot([make_node("n1")])
+    plugin = build_plugin(in_tree_registry()["DynamicResources"], handle=FakeHandle(snap=snap))
+    never_pre_filtered = CycleState()
+    _, status = plugin.post_filter(never_pre_filtered, make_pod("p"), NodeToStatus())
+    assert (status.code, status.message()) == (Code.ERROR, "not found")
+
+    state = CycleState()
+    plugin.pre_filter(state, make_pod("p"), snap.node_info_list)
+    _, status = plugin.post_filter(state, make_pod("p"), NodeToStatus())
+    assert (status.code, status.reasons) == (Code.UNSCHEDULABLE, [])
