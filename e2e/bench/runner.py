@@ -128,6 +128,8 @@ class Run:
         self.namespace = f"bench-{self.run_id}"
         self.run_label = {"bench": self.run_id}
         self.node_names: list[str] = []
+        self.volume_names: list[str] = []
+        self.csi_nodes: list[str] = []
         self.profile_path: Path | None = None
         self.scheduler_log: Path | None = None
         self.watch_errors: list[str] = []
@@ -175,6 +177,7 @@ class Run:
             self._wait_default_service_account()
             self.create_nodes(range(self.size.nodes))
             self.create_service()
+            self.create_volumes()
             self.create_init_pods()
         if self.backlog:
             return self._execute_backlog()
@@ -357,7 +360,44 @@ class Run:
     # --- cluster objects --------------------------------------------------------------------
 
     def create_pod(self, manifest: dict[str, Any]) -> None:
+        """Creates the pod; with workload volumes, an init or measured pod uses the claim
+        `create_volumes` made for it."""
+        name = manifest["metadata"]["name"]
+        if self.workload.volumes is not None and name.startswith(("init-", "pod-")):
+            claim = self.workload.volumes.manifests(self.namespace, name)[0]
+            volumes = [{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}]
+            manifest = {**manifest, "spec": {**manifest["spec"], "volumes": volumes}}
         self.rest.create(f"/api/v1/namespaces/{self.namespace}/pods", manifest)
+
+    def create_volumes(self) -> None:
+        """A pre-bound PV (first) and claim per init and measured pod, before any pod, waited
+        for until the PV controller has bound every claim (so the measured pods find their
+        claims bound, as scheduler_perf's do)."""
+        volumes = self.workload.volumes
+        if volumes is None:
+            return
+        pods = [f"init-{i}" for i in range(self.size.init_pods)]
+        pods += [f"pod-{i}" for i in range(self.size.measured_pods)]
+        claims_path = f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims"
+
+        def create(pod: str) -> None:
+            _, pv, pvc = volumes.manifests(self.namespace, pod)
+            with self._clients_lock:
+                self.volume_names.append(pv["metadata"]["name"])
+            self.rest.create("/api/v1/persistentvolumes", pv)
+            self.rest.create(claims_path, pvc)
+
+        parallel(create, pods)
+
+        def bound() -> bool | str:
+            resp = self.api().list_namespaced_persistent_volume_claim(
+                self.namespace, _preload_content=False
+            )
+            claims = json.loads(resp.data)["items"]
+            n = sum(1 for c in claims if c.get("status", {}).get("phase") == "Bound")
+            return n >= len(pods) or f"{n}/{len(pods)} claims Bound"
+
+        wait_for(bound, timeout=max(120.0, 0.05 * len(pods)), what="the run's claims Bound")
 
     def create_nodes(
         self, indexes: Iterable[int], *, template: NodeTemplate | None = None
@@ -368,6 +408,12 @@ class Run:
 
         def create(pair: tuple[int, str]) -> None:
             i, name = pair
+            if node_template.csi_node:
+                self.rest.create(
+                    "/apis/storage.k8s.io/v1/csinodes", node_template.csi_node_manifest(name)
+                )
+                with self._clients_lock:
+                    self.csi_nodes.append(name)
             self.rest.create("/api/v1/nodes", node_template.manifest(name, i, self.run_label))
 
         parallel(create, pairs)
@@ -482,6 +528,14 @@ class Run:
         with suppress(ApiException, HTTPError):
             api.delete_namespace(self.namespace, grace_period_seconds=0)
         parallel(lambda name: self.rest.delete(f"/api/v1/nodes/{name}"), self.node_names)
+        # Cluster-wide storage objects; a PV goes once its claim is gone (pv-protection).
+        parallel(
+            lambda name: self.rest.delete(f"/api/v1/persistentvolumes/{name}"), self.volume_names
+        )
+        parallel(
+            lambda name: self.rest.delete(f"/apis/storage.k8s.io/v1/csinodes/{name}"),
+            self.csi_nodes,
+        )
         asked = time.monotonic()
 
         def gone() -> bool | str:

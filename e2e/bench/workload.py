@@ -80,11 +80,26 @@ class NodeTemplate:
 
     capacity: Mapping[str, Any]
     labels: Mapping[str, list[str]] = field(default_factory=dict)
+    # CSI driver name -> attach limit: a CSINode per node, as its CSI node plugin would create.
+    csi_node: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any]) -> NodeTemplate:
         labels = {k: [str(v) for v in vs] for k, vs in doc.get("labels", {}).items()}
-        return cls(capacity=dict(doc["capacity"]), labels=labels)
+        csi = {str(k): int(v["count"]) for k, v in doc.get("csiNodeAllocatable", {}).items()}
+        return cls(capacity=dict(doc["capacity"]), labels=labels, csi_node=csi)
+
+    def csi_node_manifest(self, name: str) -> dict[str, Any]:
+        drivers = [
+            {"name": driver, "nodeID": name, "allocatable": {"count": count}}
+            for driver, count in self.csi_node.items()
+        ]
+        return {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": name},
+            "spec": {"drivers": drivers},
+        }
 
     def manifest(self, name: str, index: int, run_label: Mapping[str, str]) -> dict[str, Any]:
         labels = {key: values[index % len(values)] for key, values in self.labels.items()}
@@ -95,7 +110,66 @@ class NodeTemplate:
             memory=str(self.capacity.get("memory", "32Gi")),
             pods=int(self.capacity.get("pods", 110)),
             labels=labels,
+            extra_capacity={
+                k: str(v) for k, v in self.capacity.items() if k not in ("cpu", "memory", "pods")
+            },
         )
+
+
+@dataclass(frozen=True)
+class VolumeTemplate:
+    """A pre-bound PV and claim per pod (scheduler_perf's pv-csi.yaml and pvc.yaml): the PV
+    names the claim in its claimRef, the claim names the PV. Unlike scheduler_perf (which has no
+    PV controller and writes both statuses itself), the claim does not carry
+    pv.kubernetes.io/bind-completed: kube-controller-manager's PV controller completes the
+    binding (with the annotation and a claim synced before its PV it would mark it Lost)."""
+
+    csi_driver: str
+    size: str = "1Gi"
+    access_mode: str = "ReadOnlyMany"
+
+    @classmethod
+    def parse(cls, doc: Mapping[str, Any] | None) -> VolumeTemplate | None:
+        if not doc:
+            return None
+        return cls(
+            str(doc["csiDriver"]),
+            str(doc.get("size", "1Gi")),
+            str(doc.get("accessMode", "ReadOnlyMany")),
+        )
+
+    def manifests(self, namespace: str, pod: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """(claim name, PV, claim) for the pod `pod`; PVs are cluster-wide, so the PV's name
+        starts with the namespace."""
+        claim, volume = f"pvc-{pod}", f"{namespace}-{pod}"
+        pv = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": volume},
+            "spec": {
+                "accessModes": [self.access_mode],
+                "capacity": {"storage": self.size},
+                "csi": {"driver": self.csi_driver, "volumeHandle": volume},
+                "persistentVolumeReclaimPolicy": "Retain",
+                "claimRef": {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "namespace": namespace,
+                    "name": claim,
+                },
+            },
+        }
+        pvc = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim},
+            "spec": {
+                "accessModes": [self.access_mode],
+                "resources": {"requests": {"storage": self.size}},
+                "volumeName": volume,
+            },
+        }
+        return claim, pv, pvc
 
 
 @dataclass(frozen=True)
@@ -129,6 +203,7 @@ class Workload:
     # not by the harness; service: a Service selects them. Both feed default spreading.
     owner: str = ""
     service: bool = False
+    volumes: VolumeTemplate | None = None  # a pre-bound PV/claim pair per init and measured pod
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any]) -> Workload:
@@ -151,6 +226,7 @@ class Workload:
             requires=tuple(doc.get("requires", ())),
             owner=str(doc.get("measuredPods", {}).get("owner", "")),
             service=bool(doc.get("measuredPods", {}).get("service", False)),
+            volumes=VolumeTemplate.parse(doc.get("persistentVolumes")),
         )
 
 
@@ -212,6 +288,7 @@ DEFAULT_ORDER = (
     "PreemptionBasic",
     "PreemptionAsync",
     "MixedChurn",
+    "SchedulingCSIPVs",
 )
 
 
