@@ -110,8 +110,12 @@ def test_a_read_write_once_pod_claim_in_use_keeps_a_second_pod_pending(
         "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
         "already in-use by another pod"
     )
-    # VolumeRestrictions rejects in PreFilter: every node gets its status.
-    assert outcome["ref"] == ("Unschedulable", fit_message(n, {rwop: n}, {NO_VICTIMS: n})), outcome
+    # VolumeRestrictions counts the claim's users in PreFilter and rejects in Filter, so only
+    # the side's own two nodes get its reason; preemption finds the holder not evictable.
+    assert outcome["ref"] == (
+        "Unschedulable",
+        fit_message(n, {rwop: 2, SELECTOR: n - 2}, {NO_VICTIMS: 2, NOT_HELPFUL: n - 2}),
+    ), outcome
     same_outcome(outcome)
 
 
