@@ -81,3 +81,16 @@ bench: install cluster-build
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+# The container image without a Docker engine (root; Debian: apt-get install debootstrap buildah
+# umoci runc): Debian base via debootstrap, cached in ~/.cache/kube-pysched/image, then
+# buildah bud of image/Containerfile; OCI archive in that cache (docs/operations.md).
+.PHONY: image image-test
+IMAGE_ARGS ?=
+image: install
+	$(PY) -m e2e.image $(IMAGE_ARGS) build
+
+# Builds (or reuses) the image and runs it: --version and a scheduling run as uid 65532 on a
+# read-only root. Also part of `make e2e`, where it is skipped on hosts without the tools.
+image-test: install cluster-build
+	env -u KUBECONFIG KUBE_PYSCHED_IMAGE_REQUIRED=1 $(PY) -m pytest -q -p no:cacheprovider e2e/test_image.py
