@@ -9,7 +9,9 @@ local control plane it also scrapes the control plane's kube-scheduler (CA-verif
 metric names under job="kube-scheduler", which the dashboard's `$job` list must leave out.
 
 A small workload: pods bound, one that never fits (NodeResourcesFit), a preemption, and one pod
-whose binding a ValidatingAdmissionPolicy denies (binding errors, retried with backoff). Then:
+whose binding a ValidatingAdmissionPolicy denies (binding errors, retried with backoff); once
+Prometheus has scraped all of that, a second wave of pods (a counter's increase is visible to
+rate() only on a series Prometheus has already seen). Then:
 
 * every query of the generated dashboard JSON (its `$job`, `$instance` and `$__rate_interval`
   substituted: kube-pysched, `.*`, 5m) returns at least one finite sample, and each
@@ -233,22 +235,29 @@ def _prometheus_config(
     }
 
 
-def _workload(
+def _small_pods(
+    core: k8s.CoreV1Api, namespace: str, scheduler_name: str, group: str, names: list[str]
+) -> None:
+    for name in names:
+        core.create_namespaced_pod(
+            namespace,
+            pod_manifest(name, scheduler_name=scheduler_name, node_selector={"g": f"{group}-big"}),
+        )
+    wait_bound(core, namespace, names)
+
+
+def _first_wave(
     core: k8s.CoreV1Api,
     namespace: str,
     scheduler_name: str,
     group: str,
     priorities: dict[int, str],
-) -> None:
-    """40 small pods (plugin latency is recorded for 10% of the cycles), two low-priority
-    pods filling a 2-CPU node, one pod that never fits, a high-priority pod preempting a low
-    one, and one pod whose binding is denied."""
+) -> int:
+    """40 small pods, two low-priority pods filling a 2-CPU node, one pod that never fits, a
+    high-priority pod preempting a low one, one pod whose binding is denied. Returns the number
+    of pods bound."""
     small = [f"small-{i}" for i in range(40)]
-    for name in small:
-        core.create_namespaced_pod(
-            namespace,
-            pod_manifest(name, scheduler_name=scheduler_name, node_selector={"g": f"{group}-big"}),
-        )
+    _small_pods(core, namespace, scheduler_name, group, small)
     low = ["low-0", "low-1"]
     for name in low:
         core.create_namespaced_pod(
@@ -261,7 +270,7 @@ def _workload(
                 priority_class=priorities[100],
             ),
         )
-    wait_bound(core, namespace, small + low)
+    wait_bound(core, namespace, low)
     core.create_namespaced_pod(
         namespace,
         pod_manifest("huge", scheduler_name=scheduler_name, cpu="20", node_selector={"g": group}),
@@ -286,6 +295,7 @@ def _workload(
             node_selector={"g": f"{group}-big"},
         ),
     )
+    return len(small) + len(low) + 1
 
 
 def _finite(samples: list[dict[str, Any]]) -> bool:
@@ -324,7 +334,7 @@ def test_dashboard_queries_and_alerts_against_real_prometheus(
     board = json.loads(BOARD.read_text())
     scheduler_name, group = _unique("dash"), _unique("g")
     kwok_nodes(1, cpu="2", labels={"g": group})
-    kwok_nodes(1, cpu="32", labels={"g": f"{group}-big"})
+    kwok_nodes(1, cpu="32", pods=250, labels={"g": f"{group}-big"})
 
     config = default_config(
         leaderElection={
@@ -359,7 +369,22 @@ def test_dashboard_queries_and_alerts_against_real_prometheus(
 
         wait_for(targets_up, timeout=DEADLINE, what="every scrape target up", guard=guard)
 
-        _workload(core_v1, namespace, scheduler_name, group, priorities)
+        # Prometheus sees a counter's increase only between two scrapes of an existing series,
+        # and labelled series (SLI by attempts, plugin latency, ...) appear with their first
+        # observation. So: a first wave creates every series, Prometheus must have scraped all
+        # of it, then a second wave of pods adds to the same series (plugin latency is recorded
+        # for 10% of the cycles: 60 more cycles, plus the denied pod's retries).
+        bound = _first_wave(core_v1, namespace, scheduler_name, group, priorities)
+
+        def first_wave_scraped() -> bool | str:
+            sli = prom.query(
+                f"sum(scheduler_pod_scheduling_sli_duration_seconds_count{{{alerts.JOB}}})"
+            )
+            seen = float(sli[0]["value"][1]) if sli else 0.0
+            return seen >= bound or f"{seen:.0f} of {bound} bindings scraped"
+
+        wait_for(first_wave_scraped, timeout=DEADLINE, what="the first wave scraped", guard=guard)
+        _small_pods(core_v1, namespace, scheduler_name, group, [f"second-{i}" for i in range(60)])
 
         # Every panel query, with Grafana's variables substituted.
         queries = {
