@@ -319,7 +319,14 @@ def _poll_queries(
     wait_for(all_answered, timeout=DEADLINE, interval=1.0, what="data for every query", guard=guard)
 
 
+@pytest.fixture
+def prometheus_binaries() -> prometheus.Binaries:
+    """Debian's prometheus package (installed when missing), before any cluster object."""
+    return prometheus.require()
+
+
 def test_dashboard_queries_and_alerts_against_real_prometheus(
+    prometheus_binaries: prometheus.Binaries,
     cluster: ControlPlane | ExternalCluster,
     core_v1: k8s.CoreV1Api,
     namespace: str,
@@ -330,7 +337,6 @@ def test_dashboard_queries_and_alerts_against_real_prometheus(
     binding_denied: None,
     tmp_path: Path,
 ) -> None:
-    binaries = prometheus.require()
     board = json.loads(BOARD.read_text())
     scheduler_name, group = _unique("dash"), _unique("g")
     kwok_nodes(1, cpu="2", labels={"g": group})
@@ -350,7 +356,7 @@ def test_dashboard_queries_and_alerts_against_real_prometheus(
     workdir = tmp_path / "prometheus"
     workdir.mkdir()
     prom = prometheus.PrometheusServer(
-        binaries.prometheus, workdir, _prometheus_config(token_file, proc, cluster)
+        prometheus_binaries.prometheus, workdir, _prometheus_config(token_file, proc, cluster)
     )
     prom.start()
     try:
@@ -363,9 +369,15 @@ def test_dashboard_queries_and_alerts_against_real_prometheus(
 
         def targets_up() -> bool | str:
             active = prom.api("targets")["activeTargets"]
-            bad = [f"{t['labels']['job']}: {t['health']} {t['lastError']}" for t in active]
-            bad = [b for b, t in zip(bad, active, strict=True) if t["health"] != "up"]
-            return (bool(active) and not bad) or f"targets not up: {bad or 'none yet'}"
+            expected = len(prom.config["scrape_configs"])
+            bad = [
+                f"{t['labels']['job']}: {t['health']} {t['lastError']}"
+                for t in active
+                if t["health"] != "up"
+            ]
+            return (len(active) == expected and not bad) or (
+                f"{len(active)} of {expected} targets, not up: {bad}"
+            )
 
         wait_for(targets_up, timeout=DEADLINE, what="every scrape target up", guard=guard)
 
