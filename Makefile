@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint unit e2e test demo cluster-build cluster-up cluster-down e2e-kind bench clean
+.PHONY: install lint unit e2e test demo cluster-build cluster-up cluster-down e2e-kind bench clean prometheus
 
 install: $(STAMP)
 
@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 EXAMPLE := examples/node-pool
 
 lint: install
-	$(VENV)/bin/ruff check scheduler tests e2e examples
-	$(VENV)/bin/ruff format --check scheduler tests e2e examples
+	$(VENV)/bin/ruff check scheduler tests e2e examples dashboards
+	$(VENV)/bin/ruff format --check scheduler tests e2e examples dashboards
 	$(VENV)/bin/mypy
 	cd $(EXAMPLE) && MYPYPATH=$(CURDIR) $(CURDIR)/$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
@@ -32,9 +32,15 @@ unit: install
 cluster-build: install
 	$(PY) -m e2e.cluster build
 
+# Debian's prometheus package (prometheus + promtool) for the dashboard and alert tests:
+# installed with apt-get when missing; without apt or root it says why and the tests skip
+# (they fail under CI). See e2e/prometheus.py.
+prometheus: install
+	$(PY) -m e2e.prometheus install
+
 # Always the local control plane: a developer's $KUBECONFIG must not become the test target
 # by accident (`pytest e2e` itself honours $KUBECONFIG; see docs/testing.md and e2e-kind).
-e2e: install cluster-build
+e2e: install cluster-build prometheus
 	env -u KUBECONFIG $(PY) -m pytest -q -p no:cacheprovider e2e
 
 test: lint unit e2e

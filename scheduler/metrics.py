@@ -16,6 +16,7 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    ProcessCollector,
     disable_created_metrics,
 )
 from prometheus_client.registry import Collector
@@ -388,5 +389,9 @@ leader_election_master_status = Gauge(
     registry=REGISTRY,
 )
 
+# The process families client_golang's process collector exports for kube-scheduler
+# (process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ...; Linux only,
+# nothing elsewhere): the dashboard's CPU and memory panels.
+ProcessCollector(registry=REGISTRY)
 
 apply_feature_gates(_Defaults())
