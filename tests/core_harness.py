@@ -27,6 +27,7 @@ from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSp
 from scheduler.framework.registry import PluginSpec, Registry
 from scheduler.framework.runtime import Framework, FrameworkServices
 from scheduler.framework.status import Code, Status
+from scheduler.framework.storage import StaticStorage
 from scheduler.framework.types import NodeInfo, QueuedPodInfo
 from scheduler.scheduler import Scheduler
 from scheduler.testing import FakeApi, FakeRecorder
@@ -123,8 +124,10 @@ class Harness:
         *,
         plugins: Registry | None = None,
         features: FeatureGates | None = None,
+        storage: StaticStorage | None = None,
     ) -> None:
         self.clock = FakeClock()
+        self.storage = storage if storage is not None else StaticStorage()
         self.api = FakeApi()
         self.recorder = FakeRecorder()
         self.cache = Cache()
@@ -139,6 +142,7 @@ class Harness:
             features=features,
             pdbs=lambda: list(self.pdbs),
             pod_lookup=self.pods.get,
+            storage=lambda: self.storage,
         )
         self.fwk = Framework(spec or profile_spec(), plugins or registry(), services)
         sort = self.fwk.queue_sort_plugins[0]

@@ -5,6 +5,7 @@ lists or watches them."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -69,6 +70,21 @@ class StorageInformers:
         self._csi_drivers: Informer[CSIDriver] = inf["storage.k8s.io/CSIDriver"]
         self._capacities: Informer[CSIStorageCapacity] = inf["storage.k8s.io/CSIStorageCapacity"]
         self._attachments: Informer[VolumeAttachment] = inf["storage.k8s.io/VolumeAttachment"]
+        # next() of a count is atomic: every change moves the revision, even when two
+        # informer threads change objects at once.
+        self._changes = itertools.count(1)
+        self._revision = 0
+        for informer in (self._claims, self._volumes, self._classes, self._csi_nodes):
+            informer.add_event_handler(self._changed, self._updated, self._changed)
+
+    def _changed(self, _obj: Any) -> None:
+        self._revision = next(self._changes)
+
+    def _updated(self, _old: Any, _new: Any) -> None:
+        self._revision = next(self._changes)
+
+    def revision(self) -> int:
+        return self._revision
 
     def claim(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
         return self._claims.get(f"{namespace}/{name}")

@@ -258,6 +258,11 @@ class StorageLister(Protocol):
 
     def volume_attachments(self) -> list[VolumeAttachment]: ...
 
+    def revision(self) -> int:
+        """A number that changes whenever a claim, volume, storage class or CSINode changes:
+        what a plugin derives from those objects may be cached under it."""
+        ...
+
 
 class EventRecorder(Protocol):
     def eventf(

@@ -18,7 +18,8 @@ from scheduler.api.storage import (
 
 @dataclass
 class StaticStorage:
-    """Objects by key: claims by namespace/name, the cluster-scoped ones by name."""
+    """Objects by key: claims by namespace/name, the cluster-scoped ones by name. Change them
+    through `add` (or call `touch`), so `revision` moves and plugin caches see the change."""
 
     claims: dict[str, PersistentVolumeClaim] = field(default_factory=dict)
     pvs: dict[str, PersistentVolume] = field(default_factory=dict)
@@ -27,6 +28,7 @@ class StaticStorage:
     csi_drivers: dict[str, CSIDriver] = field(default_factory=dict)
     storage_capacities: list[CSIStorageCapacity] = field(default_factory=list)
     attachments: list[VolumeAttachment] = field(default_factory=list)
+    _revision: int = 0
 
     def add(
         self,
@@ -39,6 +41,7 @@ class StaticStorage:
         | VolumeAttachment,
     ) -> StaticStorage:
         """Adds (or replaces) objects of any of the kinds; returns self for chaining."""
+        self.touch()
         for obj in objects:
             if isinstance(obj, PersistentVolumeClaim):
                 self.claims[obj.key] = obj
@@ -55,6 +58,12 @@ class StaticStorage:
             else:
                 self.attachments.append(obj)
         return self
+
+    def touch(self) -> None:
+        self._revision += 1
+
+    def revision(self) -> int:
+        return self._revision
 
     def claim(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
         return self.claims.get(f"{namespace}/{name}")

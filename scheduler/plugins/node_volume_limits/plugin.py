@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import string
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api.objects import Pod, PodVolume
@@ -54,13 +55,26 @@ class _Attachments:
     """The VolumeAttachments by node, built on the first Filter that needs them and kept for
     the cycle (upstream keeps an informer index by spec.nodeName)."""
 
-    __slots__ = ("by_node",)
+    __slots__ = ("by_node", "new_volumes")
 
     def __init__(self) -> None:
         self.by_node: dict[str, list[VolumeAttachment]] | None = None
+        # The pod's own attachable volumes, by whether the node has a CSINode.
+        self.new_volumes: dict[bool, dict[str, str] | Status] = {}
 
     def clone(self) -> _Attachments:
         return self  # read-only once built; a dry run may share it
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeVolumes:
+    """What the pods on one node attach: `driver/handle` -> driver, and the count per driver."""
+
+    generation: int
+    revision: int
+    csi_node: CSINode | None
+    attached: dict[str, str]
+    counts: Counter[str]
 
 
 class _NotFound(Exception):
@@ -104,6 +118,8 @@ class NodeVolumeLimits:
         self._limit_scaling = handle.features.enabled("VolumeLimitScaling")
         # Handles of unbound claims: random so they never collide with a real volume handle.
         self._random_prefix = "".join(random.choices(string.ascii_lowercase + string.digits, k=32))
+        self._node_cache: dict[str, _NodeVolumes] = {}
+        self._limits_cache: dict[str, tuple[CSINode | None, dict[str, int]]] = {}
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
@@ -192,13 +208,10 @@ class NodeVolumeLimits:
         if not pod.volumes or node is None:
             return None
         csi_node = self._storage.csi_node(node.name)
-        new_volumes: dict[str, str] = {}
-        try:
-            self._attachable_volumes(pod, csi_node, True, new_volumes)
-        except _NotFound as err:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
-        except _Failed as err:
-            return Status(Code.ERROR, str(err))
+        index = self._index(state)
+        new_volumes = self._pod_volumes(index, pod, csi_node)
+        if isinstance(new_volumes, Status):
+            return new_volumes
         if not new_volumes:
             return None
         if self._limit_scaling:
@@ -207,27 +220,88 @@ class NodeVolumeLimits:
                     return Status(
                         Code.UNSCHEDULABLE, f"{driver} CSI driver is not installed on the node"
                     )
-        limits = _limits(csi_node)
+        limits = self._limits(node.name, csi_node)
         if not limits:
             return None
+        on_node = self._node_volumes(node_info, csi_node)
+        if isinstance(on_node, Status):
+            return on_node
+        attached = on_node.attached
+        wanted: dict[str, int] = {}
+        for unique_name, driver in new_volumes.items():
+            if unique_name not in attached:  # a volume the node has is not counted twice
+                wanted[driver] = wanted.get(driver, 0) + 1
+        from_attachments = self._attachment_volumes(index, node.name)
+        for driver, count in wanted.items():
+            limit = limits.get(driver)
+            if limit is None:
+                continue
+            used = on_node.counts.get(driver, 0)
+            if from_attachments:
+                used += sum(
+                    1
+                    for unique_name, d in from_attachments.items()
+                    if d == driver and unique_name not in attached
+                )
+            if used + count > limit:
+                return Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
+        return None
+
+    def _pod_volumes(
+        self, index: _Attachments, pod: Pod, csi_node: CSINode | None
+    ) -> dict[str, str] | Status:
+        """The new pod's attachable volumes, once per cycle: they depend on the node only
+        through whether it has a CSINode (in-tree migration, v1.37)."""
+        key = csi_node is not None
+        found = index.new_volumes.get(key)
+        if found is not None:
+            return found
+        volumes: dict[str, str] = {}
+        result: dict[str, str] | Status = volumes
+        try:
+            self._attachable_volumes(pod, csi_node, True, volumes)
+        except _NotFound as err:
+            result = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
+        except _Failed as err:
+            result = Status(Code.ERROR, str(err))
+        index.new_volumes[key] = result
+        return result
+
+    def _limits(self, node_name: str, csi_node: CSINode | None) -> dict[str, int]:
+        """The CSINode's attach limits by driver, rebuilt only when the CSINode changes."""
+        cached = self._limits_cache.get(node_name)
+        if cached is not None and cached[0] is csi_node:
+            return cached[1]
+        limits = _limits(csi_node)
+        self._limits_cache[node_name] = (csi_node, limits)
+        return limits
+
+    def _node_volumes(self, node_info: NodeInfo, csi_node: CSINode | None) -> _NodeVolumes | Status:
+        """The attachable volumes of the pods on the node, cached per node until its pods
+        (generation), its CSINode or the storage objects (revision) change: every pod with a
+        volume asks about every node, and the pods on a node rarely change between two of
+        them. Read only."""
+        name = node_info.node.name if node_info.node is not None else ""
+        revision = self._storage.revision()
+        cached = self._node_cache.get(name)
+        if (
+            cached is not None
+            and cached.generation == node_info.generation
+            and cached.revision == revision
+            and cached.csi_node is csi_node
+        ):
+            return cached
         attached: dict[str, str] = {}
         try:
             for existing in node_info.pods:
                 self._attachable_volumes(existing, csi_node, False, attached)
         except (_NotFound, _Failed) as err:
             return Status(Code.ERROR, str(err))
-        attached_count: Counter[str] = Counter(attached.values())
-        for unique_name in attached:
-            # A volume the node already has is not counted twice.
-            new_volumes.pop(unique_name, None)
-        for unique_name, driver in self._attachment_volumes(state, node.name).items():
-            if unique_name not in attached:
-                attached_count[driver] += 1
-        for driver, count in Counter(new_volumes.values()).items():
-            limit = limits.get(driver)
-            if limit is not None and attached_count[driver] + count > limit:
-                return Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
-        return None
+        entry = _NodeVolumes(
+            node_info.generation, revision, csi_node, attached, Counter(attached.values())
+        )
+        self._node_cache[name] = entry
+        return entry
 
     def _driver_installed(self, driver: str, csi_node: CSINode | None) -> bool:
         """checkCSIDriverOnNode: only a CSIDriver that opts in needs its node plugin."""
@@ -316,11 +390,15 @@ class NodeVolumeLimits:
             return plugin.driver, handle
         return sc.provisioner, handle
 
-    def _attachments_of(self, state: CycleState, node_name: str) -> list[VolumeAttachment]:
+    @staticmethod
+    def _index(state: CycleState) -> _Attachments:
         index = state.get(_STATE_KEY)
         if not isinstance(index, _Attachments):
             index = _Attachments()
             state.write(_STATE_KEY, index)
+        return index
+
+    def _attachments_of(self, index: _Attachments, node_name: str) -> list[VolumeAttachment]:
         if index.by_node is None:
             by_node: dict[str, list[VolumeAttachment]] = {}
             for va in self._storage.volume_attachments():
@@ -328,11 +406,11 @@ class NodeVolumeLimits:
             index.by_node = by_node
         return index.by_node.get(node_name, [])
 
-    def _attachment_volumes(self, state: CycleState, node_name: str) -> dict[str, str]:
+    def _attachment_volumes(self, index: _Attachments, node_name: str) -> dict[str, str]:
         """getNodeVolumeAttachmentInfo: `attacher/handle` -> attacher of the CSI PVs the node's
         VolumeAttachments name."""
         out: dict[str, str] = {}
-        for va in self._attachments_of(state, node_name):
+        for va in self._attachments_of(index, node_name):
             if not va.attacher or not va.volume_name:
                 continue
             pv = self._storage.volume(va.volume_name)

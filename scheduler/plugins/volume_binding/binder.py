@@ -185,6 +185,15 @@ class VolumeBinder:
             reasons.append(REASON_PV_NOT_EXIST)
         return volumes, reasons
 
+    def bound_fit_every_node(self, claims: list[PersistentVolumeClaim]) -> bool:
+        """Whether _check_bound_claims passes on any node: every volume exists and has no
+        node affinity."""
+        for claim in claims:
+            pv = self.pv_cache.get(claim.volume_name)
+            if pv is None or pv.node_affinity is not None:
+                return False
+        return True
+
     def _check_bound_claims(
         self, claims: list[PersistentVolumeClaim], node_labels: Mapping[str, str]
     ) -> tuple[bool, bool]:

@@ -39,6 +39,9 @@ class _State:
     claims: PodVolumeClaims | None = None
     by_node: dict[str, PodVolumes] = field(default_factory=dict)
     all_bound: bool = False
+    fits_every_node: bool = False
+    """Every claim bound to an existing volume without node affinity: Filter passes every node
+    without looking (what it would find), so such pods pay nothing per node."""
     scores: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -93,7 +96,8 @@ class VolumeBinding:
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 "pod has unbound immediate PersistentVolumeClaims",
             )
-        state.write(_STATE_KEY, _State(claims=claims))
+        fits = not claims.unbound_delay_binding and self.binder.bound_fit_every_node(claims.bound)
+        state.write(_STATE_KEY, _State(claims=claims, fits_every_node=fits))
         return None, None
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
@@ -104,7 +108,7 @@ class VolumeBinding:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         s: _State = state.read(_STATE_KEY)
         node = node_info.node
-        if s.claims is None or node is None:
+        if s.claims is None or node is None or s.fits_every_node:
             return None
         try:
             volumes, reasons = self.binder.find_pod_volumes(s.claims, node.name, node.labels)
