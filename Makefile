@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint unit e2e test demo cluster-build cluster-up cluster-down e2e-kind bench clean prometheus
+.PHONY: install lint unit e2e test demo cluster-build cluster-up cluster-down e2e-kind bench clean system-packages
 
 install: $(STAMP)
 
@@ -32,15 +32,15 @@ unit: install
 cluster-build: install
 	$(PY) -m e2e.cluster build
 
-# Debian's prometheus package (prometheus + promtool) for the dashboard and alert tests:
-# installed with apt-get when missing; without apt or root it says why and the tests skip
-# (they fail under CI). See e2e/prometheus.py.
-prometheus: install
-	$(PY) -m e2e.prometheus install
+# Debian packages the e2e suite runs: prometheus + promtool (dashboard and alert tests),
+# debootstrap, buildah, umoci, runc (the container image test). Installed with apt-get when
+# missing; without apt or root it says why and those tests skip. See e2e/system_packages.py.
+system-packages: install
+	$(PY) -m e2e.system_packages
 
 # Always the local control plane: a developer's $KUBECONFIG must not become the test target
 # by accident (`pytest e2e` itself honours $KUBECONFIG; see docs/testing.md and e2e-kind).
-e2e: install cluster-build prometheus
+e2e: install cluster-build system-packages
 	env -u KUBECONFIG $(PY) -m pytest -q -p no:cacheprovider e2e
 
 test: lint unit e2e

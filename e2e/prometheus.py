@@ -2,7 +2,8 @@
 
 `ensure()` finds `prometheus` and `promtool` on PATH; when they are missing it installs Debian's
 package (`apt-get install -y --no-install-recommends prometheus`, after `apt-get update` when the
-package lists do not know it yet), as `make prometheus` (a prerequisite of `make e2e`) does.
+package lists do not know it yet; e2e/system_packages.py), as `make system-packages` (a
+prerequisite of `make e2e`) does.
 Without apt-get, or not as root, it raises `PrometheusUnavailable` with the reason, which the
 tests turn into a skip - except under CI (`$CI` set), where a missing Prometheus fails.
 Debian's maintainer scripts start no daemon here (`policy-rc.d` / no init system); the tests
@@ -10,8 +11,6 @@ only ever run their own process.
 
 `PrometheusServer` runs one Prometheus process on a reserved loopback port with a config and
 rule files the test writes, its TSDB in the test's directory, stopped by its own pid.
-
-`python -m e2e.prometheus install` is the `make prometheus` entry point.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 import urllib.error
@@ -31,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from e2e import system_packages
 from e2e.cluster.ports import LOOPBACK, PortReservation
 from e2e.cluster.processes import ManagedProcess
 
@@ -54,37 +53,12 @@ def find() -> Binaries | None:
     return None
 
 
-def _apt(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    # Wait for dpkg's lock (another apt-get on the machine) instead of failing at once.
-    argv = ["apt-get", "-o", "DPkg::Lock::Timeout=600", *args]
-    return subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=1200)
-
-
 def install() -> Binaries:
     """Debian's prometheus package; raises PrometheusUnavailable when apt cannot be used."""
-    if shutil.which("apt-get") is None:
-        raise PrometheusUnavailable(
-            "prometheus/promtool are not on PATH and there is no apt-get to install Debian's "
-            f"'{PACKAGE}' package; install Prometheus 2.x (prometheus and promtool) by hand"
-        )
-    if os.geteuid() != 0:
-        raise PrometheusUnavailable(
-            f"prometheus/promtool are not on PATH; installing Debian's '{PACKAGE}' package needs "
-            f"root: run `apt-get install -y {PACKAGE}` as root"
-        )
-    install_args = ("install", "-y", "--no-install-recommends", PACKAGE)
-    result = _apt(*install_args)
-    if result.returncode != 0:
-        # A fresh machine may have empty or stale package lists.
-        update = _apt("update")
-        if update.returncode != 0:
-            raise PrometheusUnavailable(f"apt-get update failed:\n{update.stderr[-2000:]}")
-        result = _apt(*install_args)
-    if result.returncode != 0:
-        raise PrometheusUnavailable(
-            f"apt-get install {PACKAGE} failed:\n{(result.stdout + result.stderr)[-2000:]}"
-        )
+    try:
+        system_packages.install([PACKAGE])
+    except system_packages.Unavailable as exc:
+        raise PrometheusUnavailable(str(exc)) from exc
     found = find()
     if found is None:
         raise PrometheusUnavailable(f"'{PACKAGE}' installed but prometheus/promtool not on PATH")
@@ -181,25 +155,3 @@ class PrometheusServer:
     def stop(self, timeout: float = 20.0) -> None:
         if self.process is not None:
             self.process.stop(timeout)
-
-
-def main(argv: list[str]) -> int:
-    if argv[1:] != ["install"]:
-        print("usage: python -m e2e.prometheus install", file=sys.stderr)
-        return 2
-    try:
-        found = ensure()
-    except PrometheusUnavailable as exc:
-        # Not fatal for `make e2e` on a machine without apt: the tests skip with the reason.
-        print(f"*** PROMETHEUS UNAVAILABLE: {exc}", file=sys.stderr)
-        return 0
-    version = subprocess.run(
-        [str(found.prometheus), "--version"], capture_output=True, text=True, check=False
-    )
-    first = (version.stdout.splitlines() or ["?"])[0]
-    print(f"{found.prometheus}, {found.promtool}: {first}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
