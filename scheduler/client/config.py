@@ -9,6 +9,7 @@ REST client reads; the kubernetes client model classes are never used for reques
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -129,6 +130,18 @@ def _from_kubernetes_configuration(
     )
 
 
+def certificate_dir() -> str | None:
+    """Where the kubernetes loader writes a kubeconfig's embedded certificates (`*-data`):
+    the usual temporary directory, else /dev/shm (a read-only root filesystem usually keeps a
+    tmpfs there), else None (the loader's own choice, which then fails with its message)."""
+    try:
+        return tempfile.gettempdir()
+    except FileNotFoundError:  # "No usable temporary directory found"
+        pass
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
 def load_client_config(
     kubeconfig: str | os.PathLike[str] | None = None,
     *,
@@ -161,6 +174,7 @@ def load_client_config(
                 context=context,
                 client_configuration=cfg,
                 persist_config=False,
+                temp_file_path=certificate_dir(),
             )
         elif os.environ.get("KUBECONFIG"):
             # The loader merges a colon-separated list itself.
@@ -169,6 +183,7 @@ def load_client_config(
                 context=context,
                 client_configuration=cfg,
                 persist_config=False,
+                temp_file_path=certificate_dir(),
             )
         elif os.environ.get(SERVICE_HOST_ENV):
             k8s_config.load_incluster_config(client_configuration=cfg, try_refresh_token=True)
@@ -178,6 +193,7 @@ def load_client_config(
                 context=context,
                 client_configuration=cfg,
                 persist_config=False,
+                temp_file_path=certificate_dir(),
             )
         elif master:
             cfg.host = master

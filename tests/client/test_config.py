@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,20 @@ def test_a_broken_kubeconfig_is_an_error(tmp_path: Path) -> None:
     path.write_text("apiVersion: v1\nkind: Config\n")
     with pytest.raises(ConfigError):
         load_client_config(path)
+
+
+def test_embedded_certificates_go_to_dev_shm_when_no_temporary_directory_is_usable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a read-only root without a writable /tmp the kubernetes loader could not write a
+    kubeconfig's *-data certificates (found running the image as uid 65532)."""
+    from scheduler.client import config as client_config
+
+    assert client_config.certificate_dir() == tempfile.gettempdir()
+
+    def no_temp_dir() -> str:
+        raise FileNotFoundError("No usable temporary directory found")
+
+    monkeypatch.setattr(client_config.tempfile, "gettempdir", no_temp_dir)
+    monkeypatch.setattr(client_config.os, "access", lambda path, mode: str(path) == "/dev/shm")
+    assert client_config.certificate_dir() == ("/dev/shm" if Path("/dev/shm").is_dir() else None)
