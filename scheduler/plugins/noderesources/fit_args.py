@@ -9,10 +9,10 @@ from typing import Any
 from scheduler.plugins.helper.args import (
     FieldErrors,
     check_args_object,
-    check_int,
-    check_list,
     check_object,
+    decode_shape,
     label_key_errors,
+    validate_shape,
 )
 from scheduler.plugins.noderesources.resource_specs import (
     DEFAULT_RESOURCES,
@@ -27,8 +27,6 @@ REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 # Sorted, as field.NotSupported lists them.
 STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 MAX_RESOURCE_WEIGHT = 100
-MAX_SHAPE_SCORE = 10
-MAX_SHAPE_UTILIZATION = 100
 
 
 @dataclass(frozen=True)
@@ -46,40 +44,6 @@ def _validate_label_names(values: list[str], path: str, errs: FieldErrors) -> No
     for i, value in enumerate(values):
         for msg in label_key_errors(value):
             errs.invalid(f"{path}[{i}]", value, msg)
-
-
-def _decode_shape(raw: Any, path: str) -> list[tuple[int, int]]:
-    points: list[tuple[int, int]] = []
-    for i, item in enumerate(check_list(raw, path)):
-        point_path = f"{path}[{i}]"
-        point = check_object(item, point_path, ("utilization", "score"))
-        points.append(
-            (check_int(point, "utilization", point_path), check_int(point, "score", point_path))
-        )
-    return points
-
-
-def _validate_shape(points: list[tuple[int, int]], path: str, errs: FieldErrors) -> None:
-    if not points:
-        errs.required(path, "at least one point must be specified")
-        return
-    for i in range(1, len(points)):
-        if points[i - 1][0] >= points[i][0]:
-            errs.invalid(
-                f"{path}[{i}].utilization",
-                points[i][0],
-                "values must be sorted in increasing order",
-            )
-            break
-    for i, (utilization, score) in enumerate(points):
-        if not 0 <= utilization <= MAX_SHAPE_UTILIZATION:
-            errs.invalid(
-                f"{path}[{i}].utilization",
-                utilization,
-                f"not in valid range [0, {MAX_SHAPE_UTILIZATION}]",
-            )
-        if not 0 <= score <= MAX_SHAPE_SCORE:
-            errs.invalid(f"{path}[{i}].score", score, f"not in valid range [0, {MAX_SHAPE_SCORE}]")
 
 
 def decode_args(raw: Mapping[str, Any] | None) -> FitArgs:
@@ -102,7 +66,7 @@ def decode_args(raw: Mapping[str, Any] | None) -> FitArgs:
     shape: list[tuple[int, int]] = []
     if raw_rtc is not None:
         rtc = check_object(raw_rtc, rtc_path, ("shape",))
-        shape = _decode_shape(rtc.get("shape"), f"{rtc_path}.shape")
+        shape = decode_shape(rtc.get("shape"), f"{rtc_path}.shape")
 
     errs = FieldErrors()
     _validate_label_names(ignored, "ignoredResources", errs)
@@ -125,7 +89,7 @@ def decode_args(raw: Mapping[str, Any] | None) -> FitArgs:
         if raw_rtc is None:
             errs.required(rtc_path, "must be specified when type is RequestedToCapacityRatio")
         else:
-            _validate_shape(shape, f"{rtc_path}.shape", errs)
+            validate_shape(shape, f"{rtc_path}.shape", errs)
     elif raw_rtc is not None:
         errs.forbidden(rtc_path, "must be nil when type is not RequestedToCapacityRatio")
     errs.raise_if_any()
