@@ -1,12 +1,15 @@
 """A lean HTTP/1.1 transport: keep-alive connections over plain sockets or TLS.
 
-Why not urllib3/http.client: against the local API server they cost 0.8-1 ms of CPU per
-request, most of it in header handling (email.feedparser), header dict building and layers of
-wrappers, and the scheduler's threads share one GIL. This module writes each request with one
-sendall of pre-encoded bytes and parses the response with bytes operations: ~0.15-0.2 ms per
-request on the same machine. It implements just what the API server needs: Content-Length and
-chunked bodies, keep-alive with stale-connection detection, `Connection: close`, streaming
-chunked responses for watches. No proxies, no compression, no HTTP/2.
+Why not urllib3/httpx/http.client: against the local API server they cost 0.5-1 ms (urllib3),
+0.8-1.3 ms (httpx) and 0.3-0.5 ms (http.client) of CPU per request, most of it in header handling
+(email.feedparser), header dict building and layers of wrappers, and the scheduler's threads
+share one GIL. This module writes each request with one sendall of pre-encoded bytes and parses
+the response with bytes operations: 0.15-0.35 ms per request through RestClient on the same
+machine, about 1 ms of CPU less per scheduled pod than urllib3 (python -m e2e.bench.transport;
+docs/benchmarks.md, "Hand-written transport and leader election"). It implements just what
+the API server needs: Content-Length and chunked bodies, keep-alive with stale-connection
+detection, `Connection: close`, streaming chunked responses for watches. No proxies, no
+compression, no HTTP/2.
 """
 
 from __future__ import annotations
