@@ -46,6 +46,33 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "e2e_test_binary: needs Kubernetes' e2e.test (built before the tests run)"
     )
     config.addinivalue_line("markers", "helm: needs the helm binary (built before the tests run)")
+    config.addinivalue_line(
+        "markers", "reliability: the fault tests of issue 15 (docs/reliability.md)"
+    )
+    config.addinivalue_line(
+        "markers",
+        "reliability_long: a reliability test that runs for many minutes; deselected unless "
+        "--run-long is given or RELIABILITY_LONG=1 (`make reliability` does)",
+    )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-long",
+        action="store_true",
+        default=False,
+        help="also run tests marked reliability_long (the churn soak)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselects the long reliability tests unless asked for: `make e2e` stays short."""
+    if config.getoption("--run-long") or os.environ.get("RELIABILITY_LONG") == "1":
+        return
+    long = [item for item in items if item.get_closest_marker("reliability_long")]
+    if long:
+        config.hook.pytest_deselected(items=long)
+        items[:] = [item for item in items if not item.get_closest_marker("reliability_long")]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -90,6 +90,7 @@ class PartitionProxy:
         except OSError:
             _reset(client)
             return
+        upstream.settimeout(None)  # the 10 s bound the connect only; watches idle for longer
         with self._lock:
             self._sockets.append((generation, upstream))
         for src, dst, counted in ((client, upstream, True), (upstream, client, False)):
@@ -120,8 +121,15 @@ class PartitionProxy:
 
 
 def _reset(sock: socket.socket) -> None:
-    """Closes with a TCP reset (SO_LINGER 0): the peer sees the connection die at once."""
+    """Closes with a TCP reset (SO_LINGER 0): the peer sees the connection die at once.
+
+    close() alone does not end a recv() another thread is blocked in (Linux keeps the socket
+    until that call returns, so nothing would reach the peer while it idles); shutting the
+    read side down first wakes that reader without sending a FIN, then the close resets.
+    """
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RD)
     with contextlib.suppress(OSError):
         sock.close()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 import yaml
 from kubernetes import client as k8s
 
@@ -27,6 +28,9 @@ from e2e.faults import PartitionProxy
 from e2e.pysched import Pysched, default_config
 from e2e.test_scheduling import Factory, unique
 from e2e.workload import pod_manifest
+
+# Part of the reliability suite (`make reliability`, docs/reliability.md).
+pytestmark = pytest.mark.reliability
 
 LEASE = {"leaseDuration": "6s", "renewDeadline": "4s", "retryPeriod": "1s"}
 
@@ -78,7 +82,8 @@ def test_a_partitioned_leader_stops_before_the_standby_leads_and_sends_nothing_a
     tmp_path: Path,
     cluster: Any,
 ) -> None:
-    kwok_nodes(1, labels={"partition-test": namespace})
+    # Room for every pod the creator makes however long the takeover takes (110 by default).
+    kwok_nodes(1, pods=1000, labels={"partition-test": namespace})
     coordination = k8s.CoordinationV1Api(core_v1.api_client)
     lease_name = unique("lease")
     scheduler_name = unique("pysched")

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from e2e.cluster import wait_for
@@ -302,6 +303,7 @@ def test_taints_affinity_and_host_ports_decide_placement(
     assert "2 node(s) didn't have free ports for the requested pod ports" in port_msg, port_msg
 
 
+@pytest.mark.reliability
 def test_restart_mid_run_binds_everything_without_overcommit(
     core_v1: k8s.CoreV1Api, namespace: str, kwok_nodes: NodeFactory, pysched: Factory
 ) -> None:
@@ -329,6 +331,7 @@ def test_restart_mid_run_binds_everything_without_overcommit(
     assert_no_overcommit(core_v1, nodes)
 
 
+@pytest.mark.reliability
 def test_api_server_restart_under_running_scheduler(
     local_control_plane: Any,
     core_v1: k8s.CoreV1Api,
