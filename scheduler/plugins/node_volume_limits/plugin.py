@@ -197,6 +197,10 @@ class NodeVolumeLimits:
         for volume in pod.volumes:
             if volume.source in _CLAIM_SOURCES or _inline_migratable(volume):
                 state.write(_STATE_KEY, _Attachments())
+                if len(self._node_cache) > 2 * len(nodes) + 16:
+                    # Entries of deleted nodes (autoscalers name nodes anew): start over.
+                    self._node_cache.clear()
+                    self._limits_cache.clear()
                 return None, None
         return None, _SKIP
 
