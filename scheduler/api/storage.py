@@ -370,13 +370,22 @@ class PodClaim:
     ephemeral: bool
 
 
+def volume_claim_name(pod: Pod, volume: PodVolume) -> str | None:
+    """The claim `volume` uses (ephemeral.VolumeClaimName for a generic ephemeral volume), or
+    None when it is not a claim."""
+    if volume.source == "persistentVolumeClaim":
+        return volume.claim_name
+    if volume.source == "ephemeral":
+        return f"{pod.name}-{volume.name}"
+    return None
+
+
 def pod_claims(pod: Pod) -> Iterator[PodClaim]:
-    """The claims of `pod`'s volumes, in volume order (ephemeral.VolumeClaimName)."""
+    """The claims of `pod`'s volumes, in volume order."""
     for volume in pod.volumes:
-        if volume.source == "persistentVolumeClaim":
-            yield PodClaim(volume, volume.claim_name, False)
-        elif volume.source == "ephemeral":
-            yield PodClaim(volume, f"{pod.name}-{volume.name}", True)
+        name = volume_claim_name(pod, volume)
+        if name is not None:
+            yield PodClaim(volume, name, volume.source == "ephemeral")
 
 
 def has_claims(pod: Pod) -> bool:

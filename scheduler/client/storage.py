@@ -75,12 +75,10 @@ class StorageInformers:
         self._changes = itertools.count(1)
         self._revision = 0
         for informer in (self._claims, self._volumes, self._classes, self._csi_nodes):
-            informer.add_event_handler(self._changed, self._updated, self._changed)
+            informer.add_event_handler(self._changed, self._changed, self._changed)
 
-    def _changed(self, _obj: Any) -> None:
-        self._revision = next(self._changes)
-
-    def _updated(self, _old: Any, _new: Any) -> None:
+    def _changed(self, *_objects: Any) -> None:
+        """Any add, update (old, new) or delete of a claim, volume, class or CSINode."""
         self._revision = next(self._changes)
 
     def revision(self) -> int:

@@ -61,6 +61,42 @@ def self_signed_names(bind_address: str) -> tuple[list[str], list[str]]:
     return dns, ips
 
 
+def _certificate(
+    subject: x509.Name,
+    issuer: x509.Name,
+    public_key: rsa.RSAPublicKey,
+    valid_from: dt.datetime,
+    *,
+    ca: bool,
+) -> x509.CertificateBuilder:
+    """What the CA and the serving certificate share: names, key, validity, the basic
+    constraints and key usage of a CA (cert signing) or a leaf."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(_serial())
+        .not_valid_before(valid_from)
+        .not_valid_after(valid_from + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=True,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=ca,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    )
+
+
 def generate_self_signed(
     bind_address: str = "0.0.0.0", *, now: dt.datetime | None = None
 ) -> ServingCert:
@@ -71,59 +107,15 @@ def generate_self_signed(
     valid_from = now - _CLOCK_SKEW
     ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{SELF_SIGNED_HOST}-ca@{stamp}")])
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(_serial())
-        .not_valid_before(valid_from)
-        .not_valid_after(valid_from + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
+    ca_cert = _certificate(ca_name, ca_name, ca_key.public_key(), valid_from, ca=True).sign(
+        ca_key, hashes.SHA256()
     )
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     names: list[x509.GeneralName] = [x509.DNSName(name) for name in dns]
     names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{SELF_SIGNED_HOST}@{stamp}")])
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(
-            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{SELF_SIGNED_HOST}@{stamp}")])
-        )
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(_serial())
-        .not_valid_before(valid_from)
-        .not_valid_after(valid_from + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        _certificate(subject, ca_name, key.public_key(), valid_from, ca=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .sign(ca_key, hashes.SHA256())

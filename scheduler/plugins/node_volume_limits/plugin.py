@@ -21,6 +21,7 @@ from scheduler.api.storage import (
     PersistentVolumeClaim,
     VolumeAttachment,
     ephemeral_claim_error,
+    volume_claim_name,
 )
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -102,12 +103,9 @@ def _limits(csi_node: CSINode | None) -> dict[str, int]:
     }
 
 
-def _claim_name(pod: Pod, volume: PodVolume) -> str | None:
-    if volume.source == "persistentVolumeClaim":
-        return volume.claim_name
-    if volume.source == "ephemeral":
-        return f"{pod.name}-{volume.name}"
-    return None
+def _may_attach(volume: PodVolume) -> bool:
+    """A claim, or an inline in-tree volume that counts once migrated to CSI."""
+    return volume.source in _CLAIM_SOURCES or _inline_migratable(volume)
 
 
 class NodeVolumeLimits:
@@ -147,7 +145,7 @@ class NodeVolumeLimits:
         if not old.volumes or (not old.node_name and not old.nominated_node_name):
             return QueueingHint.QUEUE_SKIP
         for volume in old.volumes:
-            if volume.source in _CLAIM_SOURCES or _inline_migratable(volume):
+            if _may_attach(volume):
                 return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
@@ -157,7 +155,7 @@ class NodeVolumeLimits:
             return QueueingHint.QUEUE
         if new.namespace != pod.namespace:
             return QueueingHint.QUEUE_SKIP
-        if any(_claim_name(pod, v) == new.name for v in pod.volumes):
+        if any(volume_claim_name(pod, v) == new.name for v in pod.volumes):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
@@ -195,7 +193,7 @@ class NodeVolumeLimits:
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
         for volume in pod.volumes:
-            if volume.source in _CLAIM_SOURCES or _inline_migratable(volume):
+            if _may_attach(volume):
                 state.write(_STATE_KEY, _Attachments())
                 if len(self._node_cache) > 2 * len(nodes) + 16:
                     # Entries of deleted nodes (autoscalers name nodes anew): start over.
@@ -322,7 +320,7 @@ class NodeVolumeLimits:
         A missing claim of the new pod raises _NotFound; of a pod already on the node, it is
         not counted (it may not be that pod's any more)."""
         for volume in pod.volumes:
-            claim_name = _claim_name(pod, volume)
+            claim_name = volume_claim_name(pod, volume)
             if claim_name is None:
                 self._inline_volume(volume, csi_node, out)
                 continue

@@ -16,6 +16,7 @@ from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import Handle, PreFilterExtensions, ScoreExtensions
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.plugins.helper.storage import claim_not_found
 from scheduler.plugins.volume_binding import hints
 from scheduler.plugins.volume_binding.args import VolumeBindingArgs
 from scheduler.plugins.volume_binding.binder import (
@@ -67,7 +68,7 @@ class VolumeBinding:
                         "waiting for ephemeral volume controller to create the "
                         f'persistentvolumeclaim "{pc.name}"'
                     )
-                return f'persistentvolumeclaim "{pc.name}" not found'
+                return claim_not_found(pc.name)
             if claim.phase == CLAIM_LOST:
                 return (
                     f'persistentvolumeclaim "{claim.name}" bound to non-existent '
