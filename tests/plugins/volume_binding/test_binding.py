@@ -82,11 +82,13 @@ def test_all_bound_pods_skip_pre_bind() -> None:
     assert plugin.pre_bind_pre_flight(state, pod("q"), "n2").code == Code.SKIP
 
 
-def pv_controller(handle: FakeHandle, *, bind: bool = True, delay: float = 0.05) -> None:
-    """Binds what the scheduler wrote, as the PV controller would, on another thread."""
+def pv_controller(handle: FakeHandle, *, bind: bool = True) -> None:
+    """Binds what the scheduler wrote, as the PV controller would, on another thread, once
+    PreBind has written it (each test's pod writes one object)."""
+    api = handle.fake_api
 
     def run() -> None:
-        time.sleep(delay)
+        api.wait_for(lambda: bool(api.volume_updates or api.claim_updates))
         storage = handle.static_storage
         for raw in handle.fake_api.volume_updates:
             pv = parse_volume(raw)
@@ -158,7 +160,7 @@ def test_pre_bind_times_out() -> None:
     plugin.binder.bind_timeout = 0.05
     p = pod("p", "a")
     state = schedule(plugin, handle, p, "n1")
-    pv_controller(handle, bind=False, delay=0)
+    pv_controller(handle, bind=False)
     start = time.monotonic()
     status = plugin.pre_bind(state, p, "n1")
     assert time.monotonic() - start < 1
@@ -174,7 +176,7 @@ def test_pre_bind_fails_when_the_provisioner_gives_the_claim_back() -> None:
     state = schedule(plugin, handle, p, "n1")
 
     def reschedule() -> None:
-        time.sleep(0.03)
+        handle.fake_api.wait_for(lambda: bool(handle.fake_api.claim_updates))
         [raw] = handle.fake_api.claim_updates
         meta = {**raw["metadata"], "resourceVersion": "9", "annotations": {"other": "x"}}
         handle.static_storage.add(parse_claim({**raw, "metadata": meta}))
