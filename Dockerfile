@@ -3,6 +3,7 @@ FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY scheduler ./scheduler
+COPY controller ./controller
 RUN pip install --no-cache-dir --prefix=/install .
 
 FROM python:3.11-slim

@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 EXAMPLE := examples/node-pool
 
 lint: install
-	$(VENV)/bin/ruff check scheduler tests e2e examples dashboards
-	$(VENV)/bin/ruff format --check scheduler tests e2e examples dashboards
+	$(VENV)/bin/ruff check scheduler controller tests e2e examples dashboards
+	$(VENV)/bin/ruff format --check scheduler controller tests e2e examples dashboards
 	$(VENV)/bin/mypy
 	cd $(EXAMPLE) && MYPYPATH=$(CURDIR) $(CURDIR)/$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports

@@ -227,7 +227,8 @@ def _source_files() -> list[Path]:
     files = [REPO_ROOT / "pyproject.toml", REPO_ROOT / "README.md", CONTAINERFILE]
     files += sorted(
         p
-        for p in (REPO_ROOT / "scheduler").rglob("*")
+        for package in ("scheduler", "controller")
+        for p in (REPO_ROOT / package).rglob("*")
         if p.is_file() and "__pycache__" not in p.parts
     )
     return files
@@ -275,9 +276,10 @@ def _build_image(ref: str, base: str, key: str, constraints: str) -> None:
     # Build the wheel from a copy: an in-tree build would leave build/ and *.egg-info behind.
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO_ROOT / name, src / name)
-    shutil.copytree(
-        REPO_ROOT / "scheduler", src / "scheduler", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    for package in ("scheduler", "controller"):
+        shutil.copytree(
+            REPO_ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     pins = ctx / "constraints.txt"
     pins.write_text(constraints)
     wheels = ctx / "wheels"

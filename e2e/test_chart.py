@@ -146,7 +146,11 @@ def test_image_digest_and_network_policy_values(helm: Helm) -> None:
             },
         },
     )
-    (deploy,) = (d for d in docs if d["kind"] == "Deployment")
+    (deploy,) = (d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "rel")
+    (controller,) = (d for d in docs if d["kind"] == "Deployment" and d is not deploy)
+    assert controller["spec"]["template"]["spec"]["containers"][0]["image"] == (
+        f"registry.example/kube-pysched@{digest}"
+    )
     assert deploy["spec"]["template"]["spec"]["containers"][0]["image"] == (
         f"registry.example/kube-pysched@{digest}"
     )
@@ -164,6 +168,9 @@ def test_image_digest_and_network_policy_values(helm: Helm) -> None:
     # One replica: no PodDisruptionBudget (minAvailable 1 would block every drain).
     single = render(helm, "rel", "ns1", {"replicas": 1})
     assert not any(d["kind"] == "PodDisruptionBudget" for d in single)
+    # The PodGroup controller can be left out entirely.
+    without = render(helm, "rel", "ns1", {"controller": {"enabled": False}})
+    assert not any("controller" in d["metadata"]["name"] for d in without)
 
 
 @pytest.mark.parametrize(

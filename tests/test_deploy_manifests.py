@@ -82,3 +82,61 @@ def test_cluster_scoped_names_carry_namespace_and_release() -> None:
 def _config(objects: dict[tuple[str, str], dict[str, Any]]) -> Any:
     text = objects[("ConfigMap", "kube-pysched-config")]["data"]["config.yaml"]
     return parse_config_text(text, set(in_tree_registry()), source=str(DEPLOY))
+
+
+# --- kube-pysched-controller (templates/controller.yaml) ------------------------------------
+
+
+def test_controller_deployment_is_restricted_single_replica_with_its_command() -> None:
+    objects = _objects()
+    deploy = objects[("Deployment", "kube-pysched-controller")]
+    scheduler = objects[("Deployment", "kube-pysched")]
+    assert deploy["spec"]["replicas"] == 1
+    pod = deploy["spec"]["template"]["spec"]
+    assert pod["securityContext"] == scheduler["spec"]["template"]["spec"]["securityContext"]
+    assert pod["serviceAccountName"] == "kube-pysched-controller"
+    (container,) = pod["containers"]
+    (scheduler_container,) = scheduler["spec"]["template"]["spec"]["containers"]
+    assert container["securityContext"] == scheduler_container["securityContext"]
+    assert container["image"] == scheduler_container["image"]
+    assert container["command"] == ["kube-pysched-controller"]
+    assert "--peering-name=kube-system.kube-pysched-controller" in container["args"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "healthz"}
+    # Its own name label: the scheduler's selectors (Service, PDB) never match its pods.
+    labels = deploy["spec"]["template"]["metadata"]["labels"]
+    assert labels["app.kubernetes.io/name"] == "kube-pysched-controller"
+    for kind, name in (
+        ("Service", "kube-pysched-metrics"),
+        ("PodDisruptionBudget", "kube-pysched"),
+    ):
+        selector = objects[(kind, name)]["spec"]["selector"]
+        selector = selector.get("matchLabels", selector)
+        assert not all(labels.get(k) == v for k, v in selector.items()), kind
+
+
+def test_controller_rbac_is_least_privilege() -> None:
+    role = _objects()[("ClusterRole", "kube-pysched:kube-system:kube-pysched:controller")]
+    grants = {
+        (group, resource, tuple(rule.get("resourceNames") or ())): set(rule["verbs"])
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    peering = ("kube-system.kube-pysched-controller",)
+    assert grants == {
+        ("scheduling.x-k8s.io", "podgroups", ()): {"get", "list", "watch"},
+        ("scheduling.x-k8s.io", "podgroups/status", ()): {"patch"},
+        ("", "pods", ()): {"get", "list", "watch", "delete"},
+        ("", "events", ()): {"create", "patch"},
+        ("kopf.dev", "clusterkopfpeerings", ()): {"list", "watch", "create"},
+        ("kopf.dev", "clusterkopfpeerings", peering): {"get", "patch"},
+    }
+    binding = _objects()[("ClusterRoleBinding", "kube-pysched:kube-system:kube-pysched:controller")]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kube-pysched-controller", "namespace": "kube-system"}
+    ]
+
+
+def test_peering_crds_are_shipped() -> None:
+    crds = {name for (kind, name) in _objects() if kind == "CustomResourceDefinition"}
+    assert {"clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"} <= crds

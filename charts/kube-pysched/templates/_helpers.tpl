@@ -45,3 +45,29 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- fail (printf "replicas=%d needs leaderElection.enabled=true: without it every replica schedules at once" (int .Values.replicas)) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* kube-pysched-controller (templates/controller.yaml): its own name label, so the
+scheduler's selectors (Deployment, Service, PDB, NetworkPolicy) never match its pods. */}}
+{{- define "kube-pysched.controllerName" -}}
+{{- printf "%s-controller" (include "kube-pysched.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "kube-pysched.controllerSelectorLabels" -}}
+app.kubernetes.io/name: kube-pysched-controller
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "kube-pysched.controllerLabels" -}}
+{{ include "kube-pysched.controllerSelectorLabels" . }}
+app.kubernetes.io/component: podgroup-controller
+app.kubernetes.io/part-of: kube-pysched
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* The controller's ClusterKopfPeering (cluster-scoped): "<namespace>.<release>-controller";
+a namespace has no ".", so two releases never share one. */}}
+{{- define "kube-pysched.controllerPeering" -}}
+{{- .Values.controller.peeringName | default (printf "%s.%s" .Release.Namespace (include "kube-pysched.controllerName" .)) -}}
+{{- end -}}

@@ -1,0 +1,310 @@
+"""kube-pysched-controller (controller/, docs/gang.md "The controller") on the local control
+plane: a PodGroup walks Pending -> Scheduling -> Running -> Finished with the right counts and
+one event per transition, a finished group's pending unbound member is released, and of two
+peered replicas only the higher-priority one acts until it stops.
+
+The CRDs come from the chart (charts/kube-pysched/crds/); the PodGroup CRD falls back to a
+test-only copy (e2e/fixtures/) while the chart does not ship it. Pods are bound directly with
+spec.nodeName to a kwok node (kwok makes them Running); no scheduler is involved.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+
+from e2e.cluster import ManagedProcess, wait_for
+from e2e.cluster.nodes import NodeFactory
+from e2e.cluster.ports import LOOPBACK, PortReservation
+from e2e.conftest import Cluster
+from e2e.pysched import REPO_ROOT, metric_value
+from e2e.workload import pod_manifest
+
+CRDS = REPO_ROOT / "charts" / "kube-pysched" / "crds"
+PODGROUP_CRD = CRDS / "scheduling.x-k8s.io_podgroups.yaml"
+PODGROUP_CRD_FIXTURE = Path(__file__).with_name("fixtures") / PODGROUP_CRD.name
+PEERING_CRDS = CRDS / "kopf.dev_peerings.yaml"
+GROUP, VERSION, PLURAL = "scheduling.x-k8s.io", "v1alpha1", "podgroups"
+LABEL = "scheduling.x-k8s.io/pod-group"
+RECONCILES = "kube_pysched_controller_reconciles_total"
+
+
+class Controller:
+    """One kube-pysched-controller process; `start()` returns once kopf's /healthz answers."""
+
+    def __init__(self, kubeconfig: Path, workdir: Path, name: str, *args: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.name = name
+        self.log_path = workdir / f"{name}.log"
+        self.args = list(args)
+        self.liveness_port = self.metrics_port = 0
+        self.process: ManagedProcess | None = None
+
+    def start(self, timeout: float = 60.0) -> Controller:
+        with PortReservation() as ports:
+            self.liveness_port, self.metrics_port = ports.take(), ports.take()
+            argv = [
+                sys.executable,
+                "-m",
+                "controller",
+                "--kubeconfig",
+                str(self.kubeconfig),
+                "--liveness-address",
+                LOOPBACK,
+                "--liveness-port",
+                str(self.liveness_port),
+                "--metrics-address",
+                LOOPBACK,
+                "--metrics-port",
+                str(self.metrics_port),
+                *self.args,
+            ]
+            env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+            self.process = ManagedProcess(
+                self.name, argv, self.log_path, env=env, cwd=REPO_ROOT
+            ).start()
+        wait_for(
+            lambda: self._get(self.liveness_port, "/healthz")[0] == 200 or "not healthy yet",
+            timeout=timeout,
+            what=f"{self.name} /healthz",
+            guard=self._alive,
+        )
+        return self
+
+    def _alive(self) -> None:
+        if self.process is not None and not self.process.alive():
+            raise RuntimeError(f"{self.name} exited:\n{self.tail()}")
+
+    def _get(self, port: int, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://{LOOPBACK}:{port}{path}", timeout=5) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, ""
+        except OSError:
+            return 0, ""
+
+    def reconciles(self) -> float:
+        status, body = self._get(self.metrics_port, "/metrics")
+        assert status == 200, f"{self.name} /metrics answered {status}"
+        return sum(
+            metric_value(body, RECONCILES, {"result": result}) or 0.0
+            for result in ("changed", "unchanged", "error")
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text() if self.log_path.exists() else ""
+
+    def tail(self, lines: int = 60) -> str:
+        return self.process.tail(lines) if self.process is not None else ""
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop(20.0)
+
+
+def _apply_crds(api_client: k8s.ApiClient, path: Path) -> list[str]:
+    ext = k8s.ApiextensionsV1Api(api_client)
+    names = []
+    for doc in yaml.safe_load_all(path.read_text()):
+        if not doc:
+            continue
+        names.append(doc["metadata"]["name"])
+        try:
+            ext.create_custom_resource_definition(doc)
+        except k8s.ApiException as exc:
+            if exc.status != 409:
+                raise
+    for name in names:
+
+        def established(name: str = name) -> bool | str:
+            crd = ext.read_custom_resource_definition(name)
+            conditions = {c.type: c.status for c in crd.status.conditions or []}
+            return conditions.get("Established") == "True" or f"{name} not established"
+
+        wait_for(established, timeout=30, what=f"CRD {name} established")
+    return names
+
+
+@pytest.fixture(scope="module")
+def crds(api_client: k8s.ApiClient) -> bool:
+    """Installs the peering and PodGroup CRDs; True if the PodGroup CRD has status.scheduled."""
+    _apply_crds(api_client, PEERING_CRDS)
+    source = PODGROUP_CRD if PODGROUP_CRD.exists() else PODGROUP_CRD_FIXTURE
+    _apply_crds(api_client, source)
+    crd = k8s.ApiextensionsV1Api(api_client).read_custom_resource_definition(f"{PLURAL}.{GROUP}")
+    version = next(v for v in crd.spec.versions if v.name == VERSION)
+    status_schema = version.schema.open_apiv3_schema.properties["status"]
+    return "scheduled" in (status_schema.properties or {})
+
+
+@pytest.fixture
+def controllers(
+    cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Controller]]:
+    started: list[Controller] = []
+
+    def start(name: str, *args: str) -> Controller:
+        proc = Controller(Path(cluster.kubeconfig), tmp_path, name, *args)
+        started.append(proc)
+        return proc.start()
+
+    yield start
+    for proc in started:
+        proc.stop()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        for proc in started:
+            print(f"----- {proc.name} log tail ({proc.log_path}) -----\n{proc.tail(80)}")
+
+
+def test_podgroup_status_release_and_peering(
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    kwok_nodes: NodeFactory,
+    controllers: Callable[..., Controller],
+    crds: bool,
+) -> None:
+    scheduled_kept = crds
+    custom = k8s.CustomObjectsApi(api_client)
+    (node,) = kwok_nodes(1)
+    peering = f"e2e-pg-{uuid.uuid4().hex[:6]}"
+    try:
+        leader = controllers("controller-a", "--peering-name", peering, "--priority", "200")
+        follower = controllers("controller-b", "--peering-name", peering, "--priority", "100")
+
+        # Both keep-alives in the peering object: the follower, paused from its start
+        # (peering is mandatory), has seen the higher-priority leader and stays paused.
+        def peers() -> bool | str:
+            try:
+                obj = custom.get_cluster_custom_object(
+                    "kopf.dev", "v1", "clusterkopfpeerings", peering
+                )
+            except k8s.ApiException as exc:
+                if exc.status == 404:
+                    return "no peering object yet"
+                raise
+            live = obj.get("status") or {}
+            return len(live) == 2 or f"peers: {sorted(live)}"
+
+        wait_for(peers, timeout=30, what="both replicas in the peering object")
+
+        def group(name: str) -> dict[str, Any]:
+            return custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+
+        def status_is(name: str, **want: Any) -> Callable[[], bool | str]:
+            def check() -> bool | str:
+                status = group(name).get("status") or {}
+                got = {k: status.get(k) for k in want}
+                return got == want or f"status {status}"
+
+            return check
+
+        def create_group(name: str, min_member: int) -> None:
+            body = {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "PodGroup",
+                "metadata": {"name": name},
+                "spec": {"minMember": min_member},
+            }
+            custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+
+        create_group("gang", 3)
+        wait_for(status_is("gang", phase="Pending"), timeout=20, what="gang Pending")
+
+        # Three members bound directly (kwok runs them), one more that nothing will bind.
+        owner = core_v1.create_namespaced_config_map(
+            namespace, k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name="gang-owner"))
+        )
+        owner_ref = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": "gang-owner",
+            "uid": owner.metadata.uid,
+        }
+        for i in range(3):
+            pod = pod_manifest(f"member-{i}", scheduler_name="e2e-nobody", labels={LABEL: "gang"})
+            pod["spec"]["nodeName"] = node.metadata.name
+            pod["metadata"]["ownerReferences"] = [owner_ref]
+            core_v1.create_namespaced_pod(namespace, pod)
+        extra = pod_manifest("member-extra", scheduler_name="e2e-nobody", labels={LABEL: "gang"})
+        core_v1.create_namespaced_pod(namespace, extra)
+
+        running: dict[str, Any] = {"phase": "Running", "running": 3, "succeeded": 0}
+        if scheduled_kept:
+            running["scheduled"] = 3
+        wait_for(status_is("gang", **running), timeout=30, what="gang Running, 3 running")
+        status = group("gang")["status"]
+        assert status["occupiedBy"] == f"{namespace}/gang-owner"
+        assert status["scheduleStartTime"]
+
+        def reasons() -> list[str]:
+            events = core_v1.list_namespaced_event(
+                namespace, field_selector="involvedObject.kind=PodGroup,involvedObject.name=gang"
+            ).items
+            events.sort(key=lambda e: e.event_time or e.first_timestamp)
+            return [e.reason for e in events]
+
+        wait_for(
+            lambda: reasons()[:3] == ["Pending", "Scheduling", "Running"] or str(reasons()),
+            timeout=20,
+            what="one event per transition",
+        )
+        # Peering: only the higher-priority replica acted.
+        assert leader.reconciles() > 0
+        assert follower.reconciles() == 0
+
+        # The members succeed: the group finishes and releases its pending unbound member.
+        for i in range(3):
+            core_v1.patch_namespaced_pod_status(
+                f"member-{i}", namespace, {"status": {"phase": "Succeeded"}}
+            )
+        wait_for(
+            status_is("gang", phase="Finished", succeeded=3, running=0),
+            timeout=30,
+            what="gang Finished",
+        )
+
+        def extra_gone() -> bool | str:
+            names = {p.metadata.name for p in core_v1.list_namespaced_pod(namespace).items}
+            return "member-extra" not in names or f"pods: {sorted(names)}"
+
+        wait_for(extra_gone, timeout=20, what="the pending unbound member released")
+        wait_for(
+            lambda: "Released" in reasons() or str(reasons()),
+            timeout=20,
+            what="Released event",
+        )
+        released = core_v1.list_namespaced_event(
+            namespace, field_selector="involvedObject.name=gang,reason=Released"
+        ).items
+        assert released[0].message.startswith("Released 1 pending unbound member(s)")
+        assert {p.metadata.name for p in core_v1.list_namespaced_pod(namespace).items} == {
+            "member-0",
+            "member-1",
+            "member-2",
+        }
+
+        # The leader stops (and leaves the peering): the other replica takes over.
+        leader.stop()
+        create_group("after", 1)
+        wait_for(status_is("after", phase="Pending"), timeout=30, what="takeover")
+        assert follower.reconciles() > 0
+        assert "Resuming operations" in follower.log()
+    finally:
+        try:
+            custom.delete_cluster_custom_object("kopf.dev", "v1", "clusterkopfpeerings", peering)
+        except k8s.ApiException as exc:
+            if exc.status != 404:
+                raise
