@@ -171,9 +171,7 @@ class SchedulingAlgorithm:
             filter_pass = FilterPass(fwk, state, pod, table)
             if not filter_pass.needs_node_checks:
                 # Feasible rows in round-robin order from `start`, without building the order.
-                hits = np.flatnonzero(filter_pass.mask)
-                split = int(np.searchsorted(hits, start))
-                chosen_rows = np.concatenate((hits[split:], hits[:split]))[:num_to_find]
+                chosen_rows = _round_robin_hits(filter_pass.mask, start)[:num_to_find]
                 feasible = Feasible([infos[r] for r in chosen_rows.tolist()], chosen_rows)
                 if len(feasible.nodes) < num_to_find:
                     processed = n
@@ -182,7 +180,9 @@ class SchedulingAlgorithm:
             else:
                 feasible = Feasible([])
                 processed = n
-                for position, row in enumerate(_round_robin(n, start).tolist()):
+                # Rows the mask rejects fail `check` without a call: only the others are
+                # checked, in the same round-robin order.
+                for row in _round_robin_hits(filter_pass.mask, start).tolist():
                     info = infos[row]
                     s = filter_pass.check(row, info)
                     if s is not None and s.code == Code.ERROR:
@@ -191,7 +191,7 @@ class SchedulingAlgorithm:
                     if s is None:
                         feasible.nodes.append(info)
                         if len(feasible.nodes) == num_to_find:
-                            processed = position + 1
+                            processed = (row - start) % n + 1
                             break
             self.next_start_node_index = (start + processed) % n
             if not feasible.nodes:
@@ -280,6 +280,14 @@ class SchedulingAlgorithm:
 def _round_robin(n: int, start: int) -> npt.NDArray[np.intp]:
     """Row numbers 0..n-1 rotated to begin at `start`."""
     rows: npt.NDArray[np.intp] = (np.arange(n, dtype=np.intp) + start) % n
+    return rows
+
+
+def _round_robin_hits(mask: npt.NDArray[np.bool_], start: int) -> npt.NDArray[np.intp]:
+    """The rows `mask` keeps, in round-robin order from `start`."""
+    hits = np.flatnonzero(mask)
+    split = int(np.searchsorted(hits, start))
+    rows: npt.NDArray[np.intp] = np.concatenate((hits[split:], hits[:split]))
     return rows
 
 

@@ -18,6 +18,7 @@ import numpy.typing as npt
 from scheduler.api.json_types import Json
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Pod, PodDisruptionBudget
+from scheduler.api.resources import Resource
 from scheduler.api.spread import Service, Workload
 from scheduler.api.storage import (
     CSIDriver,
@@ -81,6 +82,34 @@ class PreFilterExtensions(Protocol):
 
     def remove_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class PodCountingFilter(Protocol):
+    """A Filter plugin whose verdict reads a node only through these three values."""
+
+    name: str
+
+    def filter_counts(
+        self, state: CycleState, pod: Pod, allocatable: Resource, requested: Resource, pods: int
+    ) -> Status | None: ...
+
+
+class CountingCheck(Protocol):
+    """A cycle's Filter as a function of a node's pod count and requests
+    (framework/runtime/counting_filter.py)."""
+
+    def nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]: ...
+
+    def with_nominated(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        requested: Resource,
+        pods: int,
+        nominated: list[Pod] | None = None,
     ) -> Status | None: ...
 
 
@@ -329,6 +358,11 @@ class Handle(Protocol):
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, node_info: NodeInfo
     ) -> Status | None: ...
+
+    def counting_filter(self, state: CycleState, pod: Pod) -> CountingCheck | None:
+        """The cycle's Filter as a function of a node's pod count and requests, when only
+        counting plugins look at pods (see framework/runtime/counting_filter.py)."""
+        ...
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo

@@ -12,7 +12,7 @@ from scheduler.api.spread import Service, Workload
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Handle, Plugin, WaitingPod
+from scheduler.framework.interface import CountingCheck, Handle, Plugin, WaitingPod
 from scheduler.framework.registry import PluginSpec
 from scheduler.framework.status import Status
 from scheduler.framework.storage import StaticStorage
@@ -116,6 +116,9 @@ class FakeHandle:
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, node_info: NodeInfo
     ) -> Status | None:
+        return None
+
+    def counting_filter(self, state: CycleState, pod: Pod) -> CountingCheck | None:
         return None
 
     def run_pre_filter_extension_add_pod(

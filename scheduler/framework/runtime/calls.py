@@ -37,13 +37,19 @@ def call_filter(
         status = pl.filter(state, pod, node_info)
     except Exception as err:
         status = Status.as_error(err)
+    return word_filter_status(pl.name, status)
+
+
+def word_filter_status(plugin: str, status: Status | None) -> Status | None:
+    """A Filter plugin's answer as the runtime returns it: None for success, a rejection
+    tagged with the plugin, anything else an Error naming the plugin."""
     if status is None or status.code == Code.SUCCESS:
         return None
     if not status.is_rejected():
         status = Status(
-            Code.ERROR, f"running {pl.name!r} filter plugin: {status.message()}", error=status.error
+            Code.ERROR, f"running {plugin!r} filter plugin: {status.message()}", error=status.error
         )
-    status.plugin = pl.name
+    status.plugin = plugin
     return status
 
 

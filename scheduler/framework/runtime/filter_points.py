@@ -20,6 +20,7 @@ from scheduler.framework.runtime.calls import (
     call_filter,
     plugin_error,
 )
+from scheduler.framework.runtime.counting_filter import CountingFilter
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeToStatus, PostFilterResult, PreFilterResult
 
@@ -135,6 +136,16 @@ class FilterPoints(FrameworkBase):
             if p.priority >= pod.priority and p.uid != pod.uid
         ]
 
+    def counting_filter(self, state: CycleState, pod: Pod) -> CountingFilter | None:
+        """This cycle's Filter in counting form when it applies (`CountingFilter`)."""
+        return CountingFilter.for_cycle(
+            self.filter_plugins,
+            self._pre_filter_extensions,
+            self.nominated_pods_to_add,
+            state,
+            pod,
+        )
+
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, node_info: NodeInfo
     ) -> Status | None:
@@ -142,6 +153,11 @@ class FilterPoints(FrameworkBase):
         nominated = self.nominated_pods_to_add(pod, node_info.name)
         if not nominated:
             return self.run_filter_plugins(state, pod, node_info)
+        counting = self.counting_filter(state, pod)
+        if counting is not None:
+            return counting.with_nominated(
+                state, pod, node_info, node_info.requested, len(node_info.pods), nominated
+            )
         info_with = node_info.snapshot()
         state_with = state.clone()
         for other in nominated:

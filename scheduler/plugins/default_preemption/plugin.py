@@ -21,7 +21,7 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
 )
-from scheduler.framework.interface import Handle
+from scheduler.framework.interface import CountingCheck, Handle
 from scheduler.framework.preemption.evaluator import Evaluator
 from scheduler.framework.preemption.executor import Executor
 from scheduler.framework.preemption.victims import (
@@ -124,6 +124,9 @@ class DefaultPreemption:
         potential = [p for p in node_info.pods if p.priority < pod.priority]
         if not potential:
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+        counting = handle.counting_filter(state, pod)
+        if counting is not None:
+            return _select_by_counting(counting, state, pod, node_info, potential, pdbs)
         state, node_info = state.clone(), node_info.snapshot()
 
         def remove(victim: Pod) -> Status | None:
@@ -169,6 +172,49 @@ class DefaultPreemption:
         if violating and non_violating:
             victims.sort(key=importance_key(time.time()))
         return victims, num_violating, None
+
+
+def _select_by_counting(
+    counting: CountingCheck,
+    state: CycleState,
+    pod: Pod,
+    node_info: NodeInfo,
+    potential: list[Pod],
+    pdbs: list[PodDisruptionBudget],
+) -> tuple[list[Pod], int, Status | None]:
+    """`select_victims_on_node` when only the node's pod count and requests decide Filter
+    (CountingFilter): the same removals, checks and reprieves in the same order, on two
+    numbers instead of a copied NodeInfo and CycleState."""
+    requested = node_info.requested.clone()
+    for victim in potential:
+        requested.add(victim.requests, -1)
+    count = len(node_info.pods) - len(potential)
+    nominated = counting.nominated_pods(pod, node_info.name)
+    status = counting.with_nominated(state, pod, node_info, requested, count, nominated)
+    if status is not None:
+        return [], 0, status
+
+    potential.sort(key=importance_key(time.time()))
+    violating, non_violating = split_by_pdb_violation(potential, pdbs)
+    victims: list[Pod] = []
+
+    def reprieve(victim: Pod) -> bool:
+        nonlocal count
+        requested.add(victim.requests)
+        count += 1
+        fits = counting.with_nominated(state, pod, node_info, requested, count, nominated) is None
+        if not fits:
+            requested.add(victim.requests, -1)
+            count -= 1
+            victims.append(victim)
+        return fits
+
+    num_violating = sum(not reprieve(victim) for victim in violating)
+    for victim in non_violating:
+        reprieve(victim)
+    if violating and non_violating:
+        victims.sort(key=importance_key(time.time()))
+    return victims, num_violating, None
 
 
 def _skip(_pod: Pod, _old: Any, _new: Any) -> QueueingHint:

@@ -104,6 +104,8 @@ def _preferred_score(terms: tuple[PreferredSchedulingTerm, ...], node: Node) -> 
 
 class NodeAffinity:
     name = NAME
+    #: Filter reads only the Node (preemption counts pods without copying it: CountingFilter).
+    filter_reads_node_only = True
 
     def __init__(self, args: NodeAffinityArgs) -> None:
         self.args = args

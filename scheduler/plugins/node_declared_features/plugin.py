@@ -36,6 +36,8 @@ class NodeDeclaredFeatures:
     so PreFilter writes no cycle state: Filter reads them from the pod."""
 
     name = NAME
+    #: Filter reads only the Node (preemption counts pods without copying it: CountingFilter).
+    filter_reads_node_only = True
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

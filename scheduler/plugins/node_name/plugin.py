@@ -17,6 +17,8 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName:
     name = NAME
+    #: Filter reads only the Node (preemption counts pods without copying it: CountingFilter).
+    filter_reads_node_only = True
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [ClusterEventWithHint(EVENT_NODE_ADD)]

@@ -31,6 +31,8 @@ def tolerates_unschedulable(pod: Pod) -> bool:
 
 class NodeUnschedulable:
     name = NAME
+    #: Filter reads only the Node (preemption counts pods without copying it: CountingFilter).
+    filter_reads_node_only = True
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

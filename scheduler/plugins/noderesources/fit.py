@@ -65,10 +65,25 @@ def insufficient_resources(
     groups: frozenset[str] = frozenset(),
 ) -> tuple[list[str], bool]:
     """fitsRequest: failure reasons, and whether one of them holds even on an empty node."""
+    return insufficient_counts(
+        request, info.allocatable, info.requested, len(info.pods), ignored, groups
+    )
+
+
+def insufficient_counts(
+    request: Resource,
+    alloc: Resource,
+    used: Resource,
+    pod_count: int,
+    ignored: frozenset[str] = frozenset(),
+    groups: frozenset[str] = frozenset(),
+) -> tuple[list[str], bool]:
+    """`insufficient_resources` from what it reads of a node: its allocatable, the requests of
+    its pods and how many there are (preemption's dry run counts victims out without copying
+    the node)."""
     reasons: list[str] = []
     unresolvable = False
-    alloc, used = info.allocatable, info.requested
-    if len(info.pods) + 1 > alloc.allowed_pod_number:
+    if pod_count + 1 > alloc.allowed_pod_number:
         reasons.append(TOO_MANY_PODS)
     cpu, memory, storage, scalar = (
         request.milli_cpu,
@@ -249,8 +264,16 @@ class NodeResourcesFit:
         return request if isinstance(request, Resource) else pod.requests
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        reasons, unresolvable = insufficient_resources(
-            self._pod_request(state, pod), node_info, self._ignored, self._groups
+        return self.filter_counts(
+            state, pod, node_info.allocatable, node_info.requested, len(node_info.pods)
+        )
+
+    def filter_counts(
+        self, state: CycleState, pod: Pod, allocatable: Resource, requested: Resource, pods: int
+    ) -> Status | None:
+        """Filter on a node known only by what this plugin reads of it (a PodCountingFilter)."""
+        reasons, unresolvable = insufficient_counts(
+            self._pod_request(state, pod), allocatable, requested, pods, self._ignored, self._groups
         )
         if not reasons:
             return None

@@ -59,6 +59,8 @@ def _intolerable_prefer_no_schedule(
 
 class TaintToleration:
     name = NAME
+    #: Filter reads only the Node (preemption counts pods without copying it: CountingFilter).
+    filter_reads_node_only = True
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

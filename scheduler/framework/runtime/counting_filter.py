@@ -1,0 +1,165 @@
+"""Filter of one pod on a node whose pods change only in number and requests.
+
+Preemption asks, thousands of times per attempt, "does the pod fit on this node with these pods
+removed (or with the pods nominated to it added)?". Done as written, every question copies the
+NodeInfo and the CycleState, moves pods between them and runs every Filter plugin again. When the
+only Filter plugin that looks at a node's pods is one that just counts them and sums their
+requests (NodeResourcesFit), and every other one reads only the Node, the answer depends on the
+node and on (requested, number of pods) alone: `CountingFilter` computes it from those, running
+the same plugins in the same order and returning the same Status as the plugins would on the
+changed NodeInfo.
+
+It applies to a cycle only when, after PreFilter:
+
+* every Filter plugin that runs either declares `filter_reads_node_only = True` (its Filter
+  reads `node_info.node` and the cycle state, nothing about the node's pods) or is a
+  `PodCountingFilter` (its Filter reads only allocatable, requested and the pod count);
+* no PreFilter extension (AddPod/RemovePod) runs, so moving pods changes no cycle state;
+* the cycle does not record per-plugin metrics (those cycles take the plugins' own path, so the
+  sampled plugin-duration histograms see the same calls as before).
+
+Otherwise `for_cycle` returns None and callers take the general path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from scheduler.api.objects import Pod
+from scheduler.api.resources import Resource
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import (
+    FilterPlugin,
+    PodCountingFilter,
+    PreFilterExtensions,
+    PreFilterPlugin,
+)
+from scheduler.framework.runtime.calls import call_filter, word_filter_status
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo
+
+_STATE_KEY = "kube-pysched/CountingFilter"
+
+
+NominatedPods = Callable[[Pod, str], list[Pod]]
+
+
+class CountingFilter:
+    """The cycle's Filter plugins, in order, as (plugin, its counting form or None), and the
+    framework's rule for which nominated pods count against the pod on a node."""
+
+    __slots__ = ("_nominated", "_steps")
+
+    def __init__(
+        self,
+        steps: list[tuple[FilterPlugin, PodCountingFilter | None]],
+        nominated: NominatedPods,
+    ) -> None:
+        self._steps = steps
+        self._nominated = nominated
+
+    @staticmethod
+    def for_cycle(
+        filter_plugins: Iterable[FilterPlugin],
+        extensions: Iterable[tuple[PreFilterPlugin, PreFilterExtensions]],
+        nominated: NominatedPods,
+        state: CycleState,
+        pod: Pod,
+    ) -> CountingFilter | None:
+        """The counting form of this cycle's Filter for `pod`, or None when it does not apply
+        (see the module docstring). Cached in `state` (clones share it)."""
+        cached = state.get(_STATE_KEY)
+        if cached is not None and cached[0] == pod.uid:
+            found: CountingFilter | None = cached[1]
+            return found
+        found = _build(filter_plugins, extensions, nominated, state)
+        state.write(_STATE_KEY, (pod.uid, found))
+        return found
+
+    def nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]:
+        """The pods nominated to the node that count against `pod` there."""
+        return self._nominated(pod, node_name)
+
+    def status(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        requested: Resource,
+        pods: int,
+    ) -> Status | None:
+        """What running the Filter plugins returns on `node_info` with its pods replaced by
+        `pods` pods requesting `requested` in total."""
+        for pl, counting in self._steps:
+            if counting is None:
+                status = call_filter(pl, state, pod, node_info)
+            else:
+                status = call_filter_counts(
+                    counting, state, pod, node_info.allocatable, requested, pods
+                )
+            if status is not None:
+                return status
+        return None
+
+    def with_nominated(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        requested: Resource,
+        pods: int,
+        nominated: list[Pod] | None = None,
+    ) -> Status | None:
+        """run_filter_plugins_with_nominated_pods on that node: with the pods nominated to it
+        (`nominated`, else the framework's list) added, then without."""
+        if nominated is None:
+            nominated = self._nominated(pod, node_info.name)
+        if nominated:
+            with_requested = requested.clone()
+            for other in nominated:
+                with_requested.add(other.requests)
+            status = self.status(state, pod, node_info, with_requested, pods + len(nominated))
+            if status is not None:
+                return status
+        return self.status(state, pod, node_info, requested, pods)
+
+
+def _build(
+    filter_plugins: Iterable[FilterPlugin],
+    extensions: Iterable[tuple[PreFilterPlugin, PreFilterExtensions]],
+    nominated: NominatedPods,
+    state: CycleState,
+) -> CountingFilter | None:
+    if state.record_plugin_metrics:
+        return None
+    skip = state.skip_filter_plugins
+    if any(pl.name not in skip for pl, _ in extensions):
+        return None
+    steps: list[tuple[FilterPlugin, PodCountingFilter | None]] = []
+    for pl in filter_plugins:
+        if pl.name in skip:
+            continue
+        if getattr(pl, "filter_reads_node_only", False) is True:
+            steps.append((pl, None))
+        elif isinstance(pl, PodCountingFilter):
+            steps.append((pl, pl))
+        else:
+            return None
+    return CountingFilter(steps, nominated)
+
+
+def call_filter_counts(
+    pl: PodCountingFilter,
+    state: CycleState,
+    pod: Pod,
+    allocatable: Resource,
+    requested: Resource,
+    pods: int,
+) -> Status | None:
+    """`call_filter` for the counting form: the same wording of errors and the plugin tag."""
+    status: Status | None
+    try:
+        status = pl.filter_counts(state, pod, allocatable, requested, pods)
+    except Exception as err:
+        status = Status.as_error(err)
+    return word_filter_status(pl.name, status)

@@ -1,0 +1,154 @@
+"""CountingFilter against the general path: the dry run and the nominated-pods two-pass give
+the same victims, PDB violations and Statuses on randomized clusters, and the counting form is
+only used where it applies."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from scheduler.api.objects import Pod
+from scheduler.config.load import load_config
+from scheduler.features import FeatureGates
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.status import Status
+from scheduler.plugins.registry import in_tree_registry
+from scheduler.testing import make_node, make_pdb, make_pod
+from tests.core_harness import Harness
+from tests.plugins.default_preemption.preemption_world import plugin
+
+TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+
+
+@pytest.fixture
+def h() -> Iterator[Harness]:
+    registry = in_tree_registry()
+    spec = load_config(None, set(registry)).profiles[0].to_spec()
+    harness = Harness(spec, plugins=registry, features=FeatureGates())
+    yield harness
+    harness.close()
+
+
+def _random_cluster(h: Harness, rng: random.Random, profile: str) -> None:
+    for i in range(30):
+        name = f"n{i}"
+        h.add_node(
+            make_node(
+                name,
+                cpu=str(rng.choice([2, 4, 8])),
+                memory=f"{rng.choice([4, 8, 16])}Gi",
+                pods=rng.choice([3, 5, 110]),
+                taints=[TAINT] if rng.random() < 0.1 else None,
+                unschedulable=rng.random() < 0.05,
+                labels={"zone": rng.choice(["a", "b"])},
+            )
+        )
+        for j in range(rng.randint(0, 5)):
+            pod = make_pod(
+                f"p{i}-{j}",
+                node_name=name,
+                cpu=f"{rng.choice([100, 500, 900, 1500])}m",
+                memory=f"{rng.choice([100, 500, 2000])}Mi",
+                priority=rng.choice([0, 0, 5, 10, 50, 100]),
+                labels={"app": rng.choice(["a", "b"])},
+                start_time=f"2026-01-01T00:00:{rng.randint(0, 59):02d}Z",
+                scheduler_name=profile,
+            )
+            h.add_assigned_pod(pod)
+        if rng.random() < 0.3:
+            nominated = make_pod(
+                f"nom{i}",
+                cpu=f"{rng.choice([500, 1500, 3000])}m",
+                priority=rng.choice([5, 50, 100]),
+                scheduler_name=profile,
+            )
+            h.pods[nominated.key] = nominated
+            h.queue.nominator.add_nominated_pod(nominated, name)
+    h.pdbs.append(make_pdb("pdb", match_labels={"app": "a"}, disruptions_allowed=rng.randint(0, 3)))
+
+
+def _summary(result: tuple[list[Pod], int, Status | None]) -> object:
+    victims, violations, status = result
+    if status is not None:
+        return (status.code, status.message(), status.plugin)
+    return ([v.key for v in victims], violations)
+
+
+def _prefiltered(h: Harness, pod: Pod) -> CycleState:
+    state = CycleState()
+    _, status, _ = h.fwk.run_pre_filter_plugins(state, pod, h.snapshot.list())
+    assert status is None
+    return state
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_counting_dry_run_picks_the_same_victims_as_the_general_path(h: Harness, seed: int) -> None:
+    rng = random.Random(seed)
+    profile = h.fwk.profile_name
+    _random_cluster(h, rng, profile)
+    h.cache.update_snapshot(h.snapshot)
+    preemptor = make_pod(
+        "preemptor",
+        cpu=f"{rng.choice([500, 1500, 3000, 6000])}m",
+        memory=f"{rng.choice([100, 1000, 6000])}Mi",
+        priority=rng.choice([10, 50, 100]),
+        scheduler_name=profile,
+    )
+    pl = plugin(h)
+    state = _prefiltered(h, preemptor)
+    assert h.fwk.counting_filter(state, preemptor) is not None
+    counted = [
+        _summary(pl.select_victims_on_node(state, preemptor, info, h.pdbs))
+        for info in h.snapshot.list()
+    ]
+    two_pass_counted = [
+        h.fwk.run_filter_plugins_with_nominated_pods(state, preemptor, info)
+        for info in h.snapshot.list()
+    ]
+
+    general = _prefiltered(h, preemptor)
+    general.record_plugin_metrics = True  # a sampled cycle: the general path
+    assert h.fwk.counting_filter(general, preemptor) is None
+    expected = [
+        _summary(pl.select_victims_on_node(general, preemptor, info, h.pdbs))
+        for info in h.snapshot.list()
+    ]
+    two_pass_expected = [
+        h.fwk.run_filter_plugins_with_nominated_pods(general, preemptor, info)
+        for info in h.snapshot.list()
+    ]
+    assert counted == expected
+    assert [s and (s.code, s.message(), s.plugin) for s in two_pass_counted] == [
+        s and (s.code, s.message(), s.plugin) for s in two_pass_expected
+    ]
+
+
+def test_the_counting_form_applies_only_when_nothing_else_looks_at_pods(h: Harness) -> None:
+    h.add_node(make_node("n"))
+    h.cache.update_snapshot(h.snapshot)
+    profile = h.fwk.profile_name
+    plain = make_pod("plain", cpu="1", scheduler_name=profile)
+    assert h.fwk.counting_filter(_prefiltered(h, plain), plain) is not None
+    # NodePorts runs (and keeps its own state) for a pod with host ports.
+    ports = make_pod("ports", cpu="1", host_ports=[8080], scheduler_name=profile)
+    assert h.fwk.counting_filter(_prefiltered(h, ports), ports) is None
+    # InterPodAffinity runs for a pod with required anti-affinity.
+    anti = make_pod(
+        "anti",
+        cpu="1",
+        labels={"app": "a"},
+        affinity={
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"app": "a"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        },
+        scheduler_name=profile,
+    )
+    assert h.fwk.counting_filter(_prefiltered(h, anti), anti) is None
