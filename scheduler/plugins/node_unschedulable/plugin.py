@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.api.objects import NO_SCHEDULE, Node, Pod, Taint
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -16,6 +17,7 @@ from scheduler.framework.events import (
     QueueingHint,
 )
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 
@@ -31,6 +33,10 @@ def tolerates_unschedulable(pod: Pod) -> bool:
 
 class NodeUnschedulable:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility depends on the pod's tolerations only."""
+        return [SignFragment(signers.TOLERATIONS, signers.tolerations(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

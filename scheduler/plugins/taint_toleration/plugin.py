@@ -16,6 +16,7 @@ from scheduler.api.objects import (
     Taint,
     Toleration,
 )
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -26,6 +27,7 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.interface import ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.helper.scores import default_normalize_score
@@ -59,6 +61,10 @@ def _intolerable_prefer_no_schedule(
 
 class TaintToleration:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility and score depend on the pod's tolerations only."""
+        return [SignFragment(signers.TOLERATIONS, signers.tolerations(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
