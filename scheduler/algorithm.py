@@ -289,7 +289,7 @@ class SchedulingAlgorithm:
         nodes = feasible.nodes
         if not fwk.has_score_plugins():
             return nodes[self._rng.randrange(len(nodes))].name
-        totals = self._score(fwk, state, pod, feasible, None)
+        totals, _ = self._score(fwk, state, pod, feasible, None)
         best = np.flatnonzero(totals == totals.max())
         pick = int(best[0]) if len(best) == 1 else int(best[self._rng.randrange(len(best))])
         return nodes[pick].name
@@ -311,10 +311,11 @@ class SchedulingAlgorithm:
             return self.prioritize_and_select(fwk, state, pod, feasible), len(nodes) - 1
         raw: RawScores = {}
         if fwk.has_score_plugins():
-            totals = self._score(fwk, state, pod, feasible, raw)
+            totals, rows = self._score(fwk, state, pod, feasible, raw)
         else:
             totals = np.ones(len(nodes), np.int64)  # upstream's TotalScore 1 for every node
-        ranked = SortedScoredNodes(nodes, raw, totals, rng)
+            rows = self._rows(feasible)
+        ranked = SortedScoredNodes(self.snapshot.table, rows, raw, totals, rng)
         return ranked.pop(), ranked
 
     def _score(
@@ -324,20 +325,25 @@ class SchedulingAlgorithm:
         pod: Pod,
         feasible: Feasible,
         raw: RawScores | None,
-    ) -> ScoreColumn:
-        """PreScore and Score over the feasible nodes: their weighted totals."""
+    ) -> tuple[ScoreColumn, npt.NDArray[np.intp]]:
+        """PreScore and Score over the feasible nodes: their weighted totals, and their rows."""
         nodes = feasible.nodes
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
-        rows = feasible.rows
-        if rows is None:
-            index = self.snapshot.table.index
-            rows = np.fromiter((index[info.name] for info in nodes), np.intp, len(nodes))
+        rows = self._rows(feasible)
         totals, status = fwk.run_score_plugins(state, pod, self.snapshot.table, rows, nodes, raw)
         if status is not None or totals is None:
             raise SchedulingError(status or Status(Code.ERROR, "score plugins returned nothing"))
-        return totals
+        return totals, rows
+
+    def _rows(self, feasible: Feasible) -> npt.NDArray[np.intp]:
+        """The feasible nodes' NodeTable rows."""
+        if feasible.rows is not None:
+            return feasible.rows
+        index = self.snapshot.table.index
+        nodes = feasible.nodes
+        return np.fromiter((index[info.name] for info in nodes), np.intp, len(nodes))
 
 
 def _round_robin(n: int, start: int) -> npt.NDArray[np.intp]:

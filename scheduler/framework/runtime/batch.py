@@ -103,40 +103,52 @@ class BatchHandle(Protocol):
 
 
 class SortedScoredNodes:
-    """Scored nodes, best first, popped from the front (framework.SortedScoredNodes).
+    """Scored nodes, popped best first (framework.SortedScoredNodes).
 
-    Upstream keeps a heap whose equal scores come out in an arbitrary order; here the order is
-    one argsort, equal scores in random order (as the choice among equal best nodes is
-    random). The raw scores stay for a rescore's NormalizeScore."""
+    Nodes are NodeTable rows, so nothing on the hot path is per-node Python. A pop is one
+    argmax over the nodes not popped yet rather than a sort: a batch is usually replaced after
+    one or two pops (the rescored node comes back), so sorting everything would be wasted.
+    Upstream's heap gives equal scores in an arbitrary order; here equal scores come out in
+    random order, as the choice among equal best nodes is random. The raw scores stay for a
+    rescore's NormalizeScore."""
 
-    __slots__ = ("_nodes", "_order", "_pos", "raw", "totals")
+    __slots__ = ("_keys", "_left", "raw", "rows", "table")
 
     def __init__(
         self,
-        nodes: list[NodeInfo],
+        table: NodeTable,
+        rows: npt.NDArray[np.intp],
         raw: RawScores,
         totals: ScoreColumn,
         rng: np.random.Generator,
     ) -> None:
-        self._nodes = nodes
+        self.table = table
+        self.rows = rows
         self.raw = raw
-        self.totals = totals
-        self._order: npt.NDArray[np.intp] = np.lexsort((rng.random(len(nodes)), -totals))
-        self._pos = 0
+        # The total, ties broken by a random low-order part; _POPPED marks popped nodes.
+        self._keys = (totals.astype(np.int64) << _TIE_BITS) | rng.integers(
+            0, 1 << _TIE_BITS, len(rows)
+        )
+        self._left = len(rows)
 
     def pop(self) -> str:
-        name = self._nodes[int(self._order[self._pos])].name
-        self._pos += 1
-        return name
+        i = int(self._keys.argmax())
+        self._keys[i] = _POPPED
+        self._left -= 1
+        return self.table.names[int(self.rows[i])]
 
     def __len__(self) -> int:
-        return len(self._order) - self._pos
+        return self._left
 
-    def remaining(self) -> tuple[list[str], RawScores]:
-        """The nodes not popped yet, in no particular order, with their raw scores."""
-        rest = self._order[self._pos :]
-        names = [self._nodes[i].name for i in rest.tolist()]
-        return names, {plugin: column[rest] for plugin, column in self.raw.items()}
+    def remaining(self) -> tuple[npt.NDArray[np.intp], RawScores]:
+        """The rows (of `table`) not popped yet, in no particular order, with their raw
+        scores."""
+        rest = np.flatnonzero(self._keys != _POPPED)
+        return self.rows[rest], {plugin: column[rest] for plugin, column in self.raw.items()}
+
+
+_TIE_BITS = 20
+_POPPED = np.iinfo(np.int64).min
 
 
 class OpportunisticBatch:
@@ -267,38 +279,43 @@ class OpportunisticBatch:
         metrics.batch_rescore_attempts.labels(profile).inc()
         try:
             assert self._sorted is not None
-            names, raw = self._sorted.remaining()
+            rows, raw = self._sorted.remaining()
             snapshot = self._fwk.snapshot()
-            nodes: list[NodeInfo] = []
-            for name in names:
-                info = snapshot.get(name)
-                if info is None:
+            table = snapshot.table
+            if table is not self._sorted.table:
+                # The nodes changed (added, removed or reordered): find the kept ones again.
+                names = [self._sorted.table.names[r] for r in rows.tolist()]
+                found = [table.index.get(name) for name in names]
+                if None in found:
                     self._flush(cycle, FLUSH_NODE_MISSING)
                     return False
-                nodes.append(info)
+                rows = np.array(found, np.intp)
+            infos = table.infos
+            nodes = [infos[r] for r in rows.tolist()]
             nodes.append(chosen)
+            all_rows = np.append(rows, table.index[chosen.name])
             rescore_state = state.clone()  # the cycle's own state must not see the rescore
             if self._fwk.run_pre_score_plugins(rescore_state, pod, nodes) is not None:
                 self._flush(cycle, FLUSH_PRESCORE_ERROR)
                 return False
-            table = snapshot.table
-            rows = np.array([table.index[chosen.name]], np.intp)
             fresh, status = self._fwk.run_raw_score_plugins(
-                rescore_state, pod, table, rows, [chosen]
+                rescore_state, pod, table, all_rows[-1:], [chosen]
             )
             if fresh is None or status is not None:
                 self._flush(cycle, FLUSH_RESCORE_ERROR)
                 return False
             # Kept nodes without a plugin's raw score count 0 for it, as upstream's.
             merged = {
-                plugin: np.concatenate((raw.get(plugin, np.zeros(len(names), np.int64)), column))
+                plugin: np.concatenate(
+                    (raw[plugin] if plugin in raw else np.zeros(len(rows), np.int64), column)
+                )
                 for plugin, column in fresh.items()
             }
             totals, status = self._fwk.normalize_scores(rescore_state, pod, merged, len(nodes))
             if totals is None or status is not None:
                 self._flush(cycle, FLUSH_NORMALIZE_ERROR)
                 return False
-            self._sorted = SortedScoredNodes(nodes, merged, totals, self._rng)
+            self._sorted = SortedScoredNodes(table, all_rows, merged, totals, self._rng)
             return True
         finally:
             metrics.batch_rescore_duration.labels(profile).observe(time.perf_counter() - start)
