@@ -31,17 +31,7 @@ from e2e.test_scheduling import Factory, unique, wait_bound, wait_unschedulable
 from e2e.workload import pod_manifest
 
 #: kube-scheduler families kube-pysched need not export, each with the reason.
-_NO_BATCHING = (
-    "opportunistic batching (kube-scheduler's OpportunisticBatching, on by default in v1.37: "
-    "reusing the previous pod's filter and score results for an identical pod) is not "
-    "implemented in kube-pysched, so there is nothing to count"
-)
-ALLOWED_MISSING: dict[str, str] = {
-    "scheduler_batch_attempts_total": _NO_BATCHING,
-    "scheduler_batch_cache_flushed_total": _NO_BATCHING,
-    "scheduler_get_node_hint_duration_seconds": _NO_BATCHING,
-    "scheduler_store_schedule_results_duration_seconds": _NO_BATCHING,
-}
+ALLOWED_MISSING: dict[str, str] = {}
 
 #: client-go families kube-pysched implements (compared as the scheduler_* ones are; a
 #: workload without retries leaves kube-scheduler's rest_client_request_retries_total empty,

@@ -20,7 +20,10 @@ import numpy.typing as npt
 from scheduler.api.objects import Pod
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import ScoreColumn
 from scheduler.framework.runtime import FilterPass, Framework
+from scheduler.framework.runtime.batch import SortedScoredNodes
+from scheduler.framework.runtime.score_points import RawScores
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, FitError, NodeInfo, QueuedPodInfo
 
@@ -81,20 +84,31 @@ class SchedulingAlgorithm:
         self._rng = random.Random(seed)
 
     def schedule_pod(
-        self, fwk: Framework, state: CycleState, pinfo: QueuedPodInfo
+        self, fwk: Framework, state: CycleState, pinfo: QueuedPodInfo, cycle: int = 0
     ) -> ScheduleResult:
-        """The node for the pod, or FitError / NoNodesAvailableError / SchedulingError."""
+        """The node for the pod, or FitError / NoNodesAvailableError / SchedulingError.
+
+        `cycle` is the queue's scheduling cycle count, which opportunistic batching checks to
+        know that no other pod was scheduled since it kept its nodes."""
         num_nodes = len(self.snapshot)
         if num_nodes == 0:
             raise NoNodesAvailableError()
         pod = pinfo.pod
-        feasible, diagnosis = self._find_feasible(fwk, state, pod)
+        batch = fwk.batch
+        feasible, diagnosis, hint = self._find_feasible(fwk, state, pod, pinfo, cycle)
         nodes = feasible.nodes
         if not nodes:
             raise FitError(pod, num_nodes, diagnosis)
         if len(nodes) == 1:
+            if batch is not None:
+                batch.store_schedule_results(pinfo.pod_signature, hint, nodes[0].name, None, cycle)
             return ScheduleResult(nodes[0].name, 1 + len(diagnosis.node_to_status), 1)
-        host = self.prioritize_and_select(fwk, state, pod, feasible)
+        if batch is None:
+            host = self.prioritize_and_select(fwk, state, pod, feasible)
+        else:
+            keep = pinfo.pod_signature is not None
+            host, others = self._prioritize_sorted(fwk, state, pod, feasible, batch.rng, keep)
+            batch.store_schedule_results(pinfo.pod_signature, hint, host, others, cycle)
         return ScheduleResult(host, len(nodes) + len(diagnosis.node_to_status), len(nodes))
 
     # --- filtering --------------------------------------------------------------------------
@@ -103,12 +117,19 @@ class SchedulingAlgorithm:
         self, fwk: Framework, state: CycleState, pod: Pod
     ) -> tuple[list[NodeInfo], Diagnosis]:
         """kube-scheduler's findNodesThatFitPod: the feasible nodes and why the others fail."""
-        feasible, diagnosis = self._find_feasible(fwk, state, pod)
+        feasible, diagnosis, _ = self._find_feasible(fwk, state, pod)
         return feasible.nodes, diagnosis
 
     def _find_feasible(
-        self, fwk: Framework, state: CycleState, pod: Pod
-    ) -> tuple[Feasible, Diagnosis]:
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        pinfo: QueuedPodInfo | None = None,
+        cycle: int = 0,
+    ) -> tuple[Feasible, Diagnosis, str]:
+        """The feasible nodes, why the others fail, and opportunistic batching's node hint
+        ("" without one)."""
         diagnosis = Diagnosis()
         all_nodes = self.snapshot.node_info_list
         pre_result, status, plugins = fwk.run_pre_filter_plugins(state, pod, all_nodes)
@@ -119,14 +140,20 @@ class SchedulingAlgorithm:
             diagnosis.node_to_status.absent_status = status
             diagnosis.pre_filter_msg = status.message()
             _add_plugin_status(diagnosis, status)
-            return Feasible([]), diagnosis
+            return Feasible([]), diagnosis, ""
 
-        if pod.nominated_node_name:
-            info = self.snapshot.get(pod.nominated_node_name)
+        hint = ""
+        if fwk.batch is not None and pinfo is not None:
+            # Asked even for a nominated pod (which flushes the batch), as upstream does.
+            hint = fwk.batch.get_node_hint(pod, pinfo.pod_signature, state, cycle)
+        # The nominated node (set by a preemption) or else the hint is tried alone first.
+        first = pod.nominated_node_name or hint
+        if first:
+            info = self.snapshot.get(first)
             if info is not None:
                 nominated = self._filter_node_list(fwk, state, pod, diagnosis, [info], track=False)
                 if nominated:
-                    return Feasible(nominated), diagnosis
+                    return Feasible(nominated), diagnosis, hint
 
         if pre_result is not None and not pre_result.all_nodes():
             assert pre_result.node_names is not None
@@ -140,8 +167,8 @@ class SchedulingAlgorithm:
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]",
             )
             listed = self._filter_node_list(fwk, state, pod, diagnosis, nodes, track=True)
-            return Feasible(listed), diagnosis
-        return self._filter_all_nodes(fwk, state, pod, diagnosis), diagnosis
+            return Feasible(listed), diagnosis, hint
+        return self._filter_all_nodes(fwk, state, pod, diagnosis), diagnosis, hint
 
     def _num_to_find(self, fwk: Framework, num_nodes: int) -> int:
         if not fwk.has_score_plugins():
@@ -262,19 +289,61 @@ class SchedulingAlgorithm:
         nodes = feasible.nodes
         if not fwk.has_score_plugins():
             return nodes[self._rng.randrange(len(nodes))].name
-        status = fwk.run_pre_score_plugins(state, pod, nodes)
-        if status is not None:
-            raise SchedulingError(status)
-        rows = feasible.rows
-        if rows is None:
-            index = self.snapshot.table.index
-            rows = np.fromiter((index[info.name] for info in nodes), np.intp, len(nodes))
-        totals, status = fwk.run_score_plugins(state, pod, self.snapshot.table, rows, nodes)
-        if status is not None or totals is None:
-            raise SchedulingError(status or Status(Code.ERROR, "score plugins returned nothing"))
+        totals, _ = self._score(fwk, state, pod, feasible, None)
         best = np.flatnonzero(totals == totals.max())
         pick = int(best[0]) if len(best) == 1 else int(best[self._rng.randrange(len(best))])
         return nodes[pick].name
+
+    def _prioritize_sorted(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        feasible: Feasible,
+        rng: np.random.Generator,
+        keep: bool,
+    ) -> tuple[str, SortedScoredNodes | int]:
+        """The best node and, for batching, the other scored nodes best first (or just their
+        number when `keep` is false: a pod without signature is not worth sorting for).
+        Equal best scores are picked among at random in both cases."""
+        nodes = feasible.nodes
+        if not keep:
+            return self.prioritize_and_select(fwk, state, pod, feasible), len(nodes) - 1
+        raw: RawScores = {}
+        if fwk.has_score_plugins():
+            totals, rows = self._score(fwk, state, pod, feasible, raw)
+        else:
+            totals = np.ones(len(nodes), np.int64)  # upstream's TotalScore 1 for every node
+            rows = self._rows(feasible)
+        ranked = SortedScoredNodes(self.snapshot.table, rows, raw, totals, rng)
+        return ranked.pop(), ranked
+
+    def _score(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        feasible: Feasible,
+        raw: RawScores | None,
+    ) -> tuple[ScoreColumn, npt.NDArray[np.intp]]:
+        """PreScore and Score over the feasible nodes: their weighted totals, and their rows."""
+        nodes = feasible.nodes
+        status = fwk.run_pre_score_plugins(state, pod, nodes)
+        if status is not None:
+            raise SchedulingError(status)
+        rows = self._rows(feasible)
+        totals, status = fwk.run_score_plugins(state, pod, self.snapshot.table, rows, nodes, raw)
+        if status is not None or totals is None:
+            raise SchedulingError(status or Status(Code.ERROR, "score plugins returned nothing"))
+        return totals, rows
+
+    def _rows(self, feasible: Feasible) -> npt.NDArray[np.intp]:
+        """The feasible nodes' NodeTable rows."""
+        if feasible.rows is not None:
+            return feasible.rows
+        index = self.snapshot.table.index
+        nodes = feasible.nodes
+        return np.fromiter((index[info.name] for info in nodes), np.intp, len(nodes))
 
 
 def _round_robin(n: int, start: int) -> npt.NDArray[np.intp]:

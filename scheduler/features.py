@@ -14,6 +14,9 @@ DEFAULTS: Mapping[str, bool] = {
     # Beta, on by default since v1.37: NodeVolumeLimits honours CSIDriver
     # preventPodSchedulingIfMissing.
     "VolumeLimitScaling": True,
+    # Beta, on by default since v1.35 (KEP-5598): a pod with the same signature as the previous
+    # one may reuse its filtered and scored nodes (framework/runtime/batch.py).
+    "OpportunisticBatching": True,
     # Off by default in v1.37. kube-pysched always sends status patches through its API
     # dispatcher; the gate only exports the scheduler_async_api_call_* and
     # scheduler_pending_async_api_calls families, which kube-scheduler registers with it on.

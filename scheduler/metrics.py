@@ -248,6 +248,50 @@ preemption_pdb_violations = Counter(
     ["preemptor"],
     registry=None,
 )
+# Opportunistic batching (KEP-5598); registered whatever the gate, as kube-scheduler does, but
+# only observed with OpportunisticBatching on.
+BATCH_NO_HINT = "no_hint"
+BATCH_HINT_USED = "hint_used"
+BATCH_HINT_NOT_USED = "hint_not_used"
+batch_attempts = Counter(
+    "scheduler_batch_attempts_total",
+    "[ALPHA] Counts of results when we attempt to use batching.",
+    ["profile", "result"],
+    registry=REGISTRY,
+)
+batch_cache_flushed = Counter(
+    "scheduler_batch_cache_flushed_total",
+    "[ALPHA] Counts of cache flushes by reason.",
+    ["profile", "reason"],
+    registry=REGISTRY,
+)
+batch_rescore_attempts = Counter(
+    "scheduler_batch_rescore_attempts_total",
+    "[ALPHA] Counts of rescore attempts during opportunistic batching.",
+    ["profile"],
+    registry=REGISTRY,
+)
+get_node_hint_duration = Histogram(
+    "scheduler_get_node_hint_duration_seconds",
+    "[ALPHA] Latency for getting a node hint.",
+    ["hinted", "profile"],
+    buckets=exponential_buckets(0.00001, 2, 12),
+    registry=REGISTRY,
+)
+store_schedule_results_duration = Histogram(
+    "scheduler_store_schedule_results_duration_seconds",
+    "[ALPHA] Latency for storing scheduling results.",
+    ["profile"],
+    buckets=exponential_buckets(0.00001, 2, 12),
+    registry=REGISTRY,
+)
+batch_rescore_duration = Histogram(
+    "scheduler_batch_rescore_duration_seconds",
+    "[ALPHA] Latency for rescoring a node during opportunistic batching.",
+    ["profile"],
+    buckets=exponential_buckets(0.00001, 2, 12),
+    registry=REGISTRY,
+)
 # SchedulerAsyncAPICalls.
 async_api_call_execution = Counter(
     "scheduler_async_api_call_execution_total",

@@ -129,7 +129,7 @@ class ScheduleOne:
         self.s.cache.update_snapshot(self.s.snapshot)
         pod = pinfo.pod
         try:
-            result = self.s.algorithm.schedule_pod(fwk, state, pinfo)
+            result = self.s.algorithm.schedule_pod(fwk, state, pinfo, self.s.queue.scheduling_cycle)
         except NoNodesAvailableError as err:
             status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
             _observe_algorithm(start)

@@ -19,6 +19,7 @@ from scheduler.backend.cache import Cache, Snapshot
 from scheduler.backend.queue import QueueProfile, SchedulingQueue
 from scheduler.clock import FakeClock
 from scheduler.features import FeatureGates
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.framework.interface import Handle
@@ -26,6 +27,7 @@ from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
 from scheduler.framework.registry import PluginSpec, Registry
 from scheduler.framework.runtime import Framework, FrameworkServices
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.storage import StaticStorage
 from scheduler.framework.types import NodeInfo, QueuedPodInfo
@@ -63,6 +65,9 @@ class CpuFit:
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD))]
 
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        return [SignFragment(signers.RESOURCES, signers.resources(pod))], None
+
 
 class MostFreeCpu:
     """Free millicores / 100, capped at 100: prefers the emptiest node in absolute terms."""
@@ -81,6 +86,9 @@ class MostFreeCpu:
 
     def score_extensions(self) -> None:
         return None
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        return [SignFragment(signers.RESOURCES, signers.resources(pod))], None
 
 
 class Binder:
@@ -143,6 +151,7 @@ class Harness:
             pdbs=lambda: list(self.pdbs),
             pod_lookup=self.pods.get,
             storage=lambda: self.storage,
+            clock=self.clock,
         )
         self.fwk = Framework(spec or profile_spec(), plugins or registry(), services)
         sort = self.fwk.queue_sort_plugins[0]
@@ -154,6 +163,7 @@ class Harness:
                 self.fwk.profile_name: QueueProfile(
                     pre_enqueue=self.fwk.pre_enqueue_plugins,
                     events_to_register=self.fwk.events_to_register(),
+                    sign_pod=self.fwk.sign_pod,
                 )
             },
             features=features,

@@ -99,7 +99,9 @@ def build_queue(
         sort_key=getattr(sort, "sort_key", None),
         profiles={
             name: QueueProfile(
-                pre_enqueue=fwk.pre_enqueue_plugins, events_to_register=fwk.events_to_register()
+                pre_enqueue=fwk.pre_enqueue_plugins,
+                events_to_register=fwk.events_to_register(),
+                sign_pod=fwk.sign_pod,
             )
             for name, fwk in frameworks.items()
         },

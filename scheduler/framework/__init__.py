@@ -52,11 +52,13 @@ from scheduler.framework.interface import (
     ScoreColumn,
     ScoreExtensions,
     ScorePlugin,
+    SignPlugin,
     SnapshotLister,
     WaitingPod,
 )
 from scheduler.framework.node_table import BoolColumn, IntColumn, NodeTable
 from scheduler.framework.registry import ENTRY_POINT_GROUP, ArgsError, PluginSpec
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status, is_success
 from scheduler.framework.types import (
     NodeInfo,
@@ -119,6 +121,8 @@ __all__ = [
     "ScoreColumn",
     "ScoreExtensions",
     "ScorePlugin",
+    "SignFragment",
+    "SignPlugin",
     "SnapshotLister",
     "StateData",
     "Status",

@@ -32,6 +32,7 @@ from scheduler.api.storage import (
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Status
 from scheduler.framework.types import (
     NodeInfo,
@@ -176,6 +177,16 @@ class BatchScorePlugin(ScorePlugin, Protocol):
         self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
     ) -> ScoreColumn | None:
         """Scores of the given rows; None to fall back to `score`."""
+        ...
+
+
+@runtime_checkable
+class SignPlugin(Plugin, Protocol):
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The pod's signature fragments (KEP-5598), or a status refusing to sign it:
+        Unschedulable when the plugin's Filter or Score depend on more than the pod and the
+        node (the pod then is never batched), Error when signing failed. A profile signs pods
+        only if every PreFilter, Filter, PreScore and Score plugin implements this."""
         ...
 
 

@@ -209,6 +209,8 @@ class QueuedPodInfo:
     gating_plugin: str = ""
     gating_plugin_events: tuple[ClusterEvent, ...] = ()
     was_flushed_from_unschedulable: bool = False
+    # Opportunistic batching's signature of the pod (None: never batched), set by the queue.
+    pod_signature: bytes | None = None
 
     @property
     def gated(self) -> bool:

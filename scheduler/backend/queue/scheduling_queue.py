@@ -77,6 +77,8 @@ class QueueProfile:
 
     pre_enqueue: Sequence[PreEnqueuePlugin]
     events_to_register: Mapping[str, Sequence[ClusterEventWithHint]]
+    # The profile's pod signer (Framework.sign_pod), for opportunistic batching.
+    sign_pod: Callable[[Pod], bytes | None] | None = None
 
 
 def _pod_updated(old: Pod, new: Pod) -> bool:
@@ -110,6 +112,9 @@ class SchedulingQueue:
         self._clock = clock
         self._hints_enabled = features.enabled("SchedulerQueueingHints")
         self._pop_from_backoff_q = features.enabled("SchedulerPopFromBackoffQ")
+        self._signers: dict[str, Callable[[Pod], bytes | None]] = {}
+        if features.enabled("OpportunisticBatching"):
+            self._signers = {n: p.sign_pod for n, p in profiles.items() if p.sign_pod is not None}
         self._max_in_unschedulable = pod_max_in_unschedulable_pods_duration
         self._backoff_flush_period = backoff_flush_period
         self._unschedulable_flush_period = unschedulable_flush_period
@@ -176,8 +181,14 @@ class SchedulingQueue:
             self._add_locked(pod)
             self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
 
+    def _sign(self, pod: Pod) -> bytes | None:
+        """The pod's signature when OpportunisticBatching is on (signed once per add or
+        update, not per cycle, as kube-scheduler's queue does)."""
+        signer = self._signers.get(pod.scheduler_name)
+        return signer(pod) if signer is not None else None
+
     def _add_locked(self, pod: Pod) -> None:
-        pinfo = QueuedPodInfo(pod=pod, timestamp=self._clock.now())
+        pinfo = QueuedPodInfo(pod=pod, timestamp=self._clock.now(), pod_signature=self._sign(pod))
         self._nominator.add_nominated_pod(pod, None)
         if self._move_to_active(pinfo, EVENT_UNSCHEDULED_POD_ADD.label, from_backoff=False):
             self._cond.notify_all()
@@ -199,12 +210,14 @@ class SchedulingQueue:
         pinfo = self._active.get(uid)
         if pinfo is not None:
             pinfo.pod = new
+            pinfo.pod_signature = self._sign(new)
             self._active.add_or_update(pinfo)
             self._nominator.update_nominated_pod(old, new)
             return
         pinfo = self._backoff.get(uid)
         if pinfo is not None:
             pinfo.pod = new
+            pinfo.pod_signature = self._sign(new)
             self._backoff.update(pinfo)
             self._nominator.update_nominated_pod(old, new)
             return
@@ -213,6 +226,7 @@ class SchedulingQueue:
             self._add_locked(new)
             return
         pinfo.pod = new
+        pinfo.pod_signature = self._sign(new)
         self._nominator.update_nominated_pod(old, new)
         if not self._hints_enabled:
             self._legacy_update_unschedulable(pinfo, old, new)

@@ -25,6 +25,7 @@ PRE_BIND_PRE_FLIGHT = "PreBindPreFlight"
 PRE_BIND = "PreBind"
 BIND = "Bind"
 POST_BIND = "PostBind"
+SIGN = "Sign"
 
 
 def call_filter(

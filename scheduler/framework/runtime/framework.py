@@ -4,15 +4,19 @@ binding_points; the Filter over all nodes is a FilterPass)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Pod, PodDisruptionBudget
 from scheduler.api.spread import Service, Workload
+from scheduler.clock import Clock, RealClock
 from scheduler.features import FeatureGates
+from scheduler.framework import signers
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import (
     ApiActions,
@@ -25,10 +29,13 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.profile_spec import ProfileSpec
 from scheduler.framework.registry import Registry
+from scheduler.framework.runtime.batch import OpportunisticBatch, signing_plugins
 from scheduler.framework.runtime.binding_points import BindingPoints
+from scheduler.framework.runtime.calls import SIGN
 from scheduler.framework.runtime.filter_points import FilterPoints
 from scheduler.framework.runtime.profile import build_profile
 from scheduler.framework.runtime.score_points import ScorePoints
+from scheduler.framework.status import Code, Status
 from scheduler.framework.storage import StaticStorage
 from scheduler.framework.types import QueuedPodInfo
 from scheduler.framework.waiting_pods import WaitingPod, WaitingPods
@@ -52,6 +59,8 @@ class FrameworkServices:
     workload: Callable[[str, str, str], Workload | None] = lambda _kind, _ns, _name: None
     # Called when a plugin first asks for storage objects (the process then watches them).
     storage: Callable[[], StorageLister] = StaticStorage
+    # Opportunistic batching's clock (the age of its kept nodes).
+    clock: Clock = field(default_factory=RealClock)
 
 
 class Framework(FilterPoints, ScorePoints, BindingPoints):
@@ -67,6 +76,13 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
         profile = build_profile(spec, registry, self)
         self.plugins: dict[str, Plugin] = profile.by_name
         self._set_profile(profile)
+        self._signers = signing_plugins(
+            [profile.pre_filter, profile.filter, profile.pre_score, profile.score]
+        )
+        #: Opportunistic batching's state, with the OpportunisticBatching gate on.
+        self.batch: OpportunisticBatch | None = None
+        if self.features.enabled("OpportunisticBatching"):
+            self.batch = OpportunisticBatch(self, services.clock)
 
     def set_queue(self, nominator: PodNominator, activate: Callable[[Iterable[Pod]], None]) -> None:
         """Connects the queue once it exists (the queue needs the frameworks first)."""
@@ -142,6 +158,40 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
                 close()
             except Exception:  # one plugin's failure must not keep the others open
                 log.exception("closing plugin failed", plugin=name, profile=self.profile_name)
+
+    # --- signatures -------------------------------------------------------------------------
+
+    @property
+    def signs_pods(self) -> bool:
+        """Whether every PreFilter, Filter, PreScore and Score plugin can sign pods."""
+        return self._signers is not None
+
+    def sign_pod(self, pod: Pod) -> bytes | None:
+        """The pod's signature (KEP-5598): the scheduler name and every plugin's fragments,
+        one per key; None when the profile cannot sign or a plugin refuses this pod
+        (frameworkImpl.SignPod)."""
+        start = time.perf_counter()
+        try:
+            if self._signers is None:
+                return None
+            signature: dict[str, Any] = {signers.SCHEDULER_NAME: pod.scheduler_name}
+            for pl in self._signers:
+                t0 = time.perf_counter()
+                try:
+                    fragments, status = pl.sign_pod(pod)
+                except Exception as err:
+                    fragments, status = None, Status.as_error(err)
+                self._observe_plugin(SIGN, pl.name, status, t0)
+                if status is not None and status.code != Code.SUCCESS:
+                    if status.code == Code.ERROR:
+                        log.error("SignPod failed", plugin=pl.name, error=status.message())
+                    return None
+                for fragment in fragments or ():
+                    signature[fragment.key] = fragment.value
+            return signers.marshal(signature)
+        finally:
+            # Upstream reports this extension point's status as Success whatever happened.
+            self._observe(SIGN, None, start)
 
     # --- queue integration ------------------------------------------------------------------
 

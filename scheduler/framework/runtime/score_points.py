@@ -30,6 +30,9 @@ from scheduler.framework.types import NodeInfo
 
 log = structlog.get_logger(__name__)
 
+#: Score plugin name -> its scores of the nodes, before NormalizeScore.
+RawScores = dict[str, ScoreColumn]
+
 
 class ScorePoints(FrameworkBase):
     def run_pre_score_plugins(
@@ -62,25 +65,51 @@ class ScorePoints(FrameworkBase):
         table: NodeTable,
         rows: npt.NDArray[np.intp],
         nodes: list[NodeInfo],
+        raw: RawScores | None = None,
     ) -> tuple[ScoreColumn | None, Status | None]:
-        """Weighted total score per feasible node (same order as `rows`/`nodes`)."""
+        """Weighted total score per feasible node (same order as `rows`/`nodes`). With `raw`,
+        each plugin's scores before NormalizeScore are also put there (batching keeps them to
+        re-normalize when it rescores a node)."""
         start = time.perf_counter()
         status: Status | None = None
         try:
-            totals, status = self._run_score(state, pod, table, rows, nodes)
+            scores, status = self._raw_scores(state, pod, table, rows, nodes)
+            if scores is None:
+                return None, status
+            if raw is not None:
+                raw.update((name, column.copy()) for name, column in scores.items())
+            totals, status = self._normalize(state, pod, scores, len(nodes))
             return totals, status
         finally:
             self._observe(SCORE, status, start)
 
-    def _run_score(
+    def run_raw_score_plugins(
         self,
         state: CycleState,
         pod: Pod,
         table: NodeTable,
         rows: npt.NDArray[np.intp],
         nodes: list[NodeInfo],
+    ) -> tuple[RawScores | None, Status | None]:
+        """Each non-skipped Score plugin's scores of the nodes, before NormalizeScore."""
+        return self._raw_scores(state, pod, table, rows, nodes)
+
+    def normalize_scores(
+        self, state: CycleState, pod: Pod, raw: RawScores, n: int
     ) -> tuple[ScoreColumn | None, Status | None]:
-        totals: ScoreColumn = np.zeros(len(nodes), np.int64)
+        """NormalizeScore and the weights over `n` nodes' raw scores (left unchanged); a plugin
+        without raw scores counts 0, as kube-scheduler's NormalizeScores."""
+        return self._normalize(state, pod, {k: v.copy() for k, v in raw.items()}, n)
+
+    def _raw_scores(
+        self,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rows: npt.NDArray[np.intp],
+        nodes: list[NodeInfo],
+    ) -> tuple[RawScores | None, Status | None]:
+        raw: RawScores = {}
         record = state.record_plugin_metrics
         for pl in self.score_plugins:
             if pl.name in state.skip_score_plugins:
@@ -106,6 +135,20 @@ class ScorePoints(FrameworkBase):
                     scores[i] = value
             if record:
                 self._observe_plugin(SCORE, pl.name, None, t0)
+            raw[pl.name] = scores
+        return raw, None
+
+    def _normalize(
+        self, state: CycleState, pod: Pod, raw: RawScores, n: int
+    ) -> tuple[ScoreColumn | None, Status | None]:
+        """Normalizes `raw` in place and sums it with the weights."""
+        totals: ScoreColumn = np.zeros(n, np.int64)
+        for pl in self.score_plugins:
+            if pl.name in state.skip_score_plugins:
+                continue
+            scores = raw.get(pl.name)
+            if scores is None:
+                scores = np.zeros(n, np.int64)
             ext = pl.score_extensions()
             if ext is not None:
                 s = ext.normalize_score(state, pod, scores)

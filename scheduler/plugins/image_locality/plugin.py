@@ -7,9 +7,12 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.objects import Node, Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import MAX_NODE_SCORE, Handle, ScoreColumn
 from scheduler.framework.node_table import ImageIndex, IntColumn, NodeTable
+from scheduler.framework.signers import SignFragment
+from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo
 
 NAME = "ImageLocality"
@@ -60,6 +63,10 @@ class ImageLocality:
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The score depends on the (normalized) image names only."""
+        return [SignFragment(signers.IMAGE_NAMES, sorted(set(pod.image_refs)))], None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         node = node_info.node

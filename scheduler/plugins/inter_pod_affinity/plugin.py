@@ -10,10 +10,12 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.objects import Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import Handle, ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.inter_pod_affinity import hints
@@ -204,6 +206,16 @@ class InterPodAffinity:
         if s.scores:
             normalize(scores)
         return None
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Pods with (anti-)affinity depend on other pods' placement: not signed. Others sign
+        their labels, which existing pods' terms may match, unless only pods with affinity
+        terms are considered (ignorePreferredTermsOfExistingPods)."""
+        if pod.pod_affinity is not None:
+            return None, Status(Code.UNSCHEDULABLE, "pods with InterPodAffinity are not signable")
+        if self.args.ignore_preferred_terms_of_existing_pods:
+            return None, None
+        return [SignFragment(signers.LABELS, dict(sorted(pod.labels.items())))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return hints.events_to_register()

@@ -17,6 +17,7 @@ from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import Handle, PreFilterExtensions
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeToStatus, PostFilterResult, PreFilterResult
 
@@ -69,6 +70,14 @@ class DynamicResourcesGuard(MissingPluginGuard):
     Unschedulable without a reason and DefaultPreemption runs."""
 
     STATE_KEY = "PreFilterDynamicResources"
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """As DynamicResources: pods with resource claims are never signed."""
+        if pod.resource_claims:
+            return None, Status(
+                Code.UNSCHEDULABLE, "pods with dra resource claims are not signable"
+            )
+        return None, None
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]

@@ -19,6 +19,7 @@ from scheduler.api.labels import (
     Requirement,
 )
 from scheduler.api.objects import Node, Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -29,6 +30,7 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.interface import ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.helper.scores import default_normalize_score
@@ -109,6 +111,13 @@ class NodeAffinity:
 
     def __init__(self, args: NodeAffinityArgs) -> None:
         self.args = args
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility and score depend on node affinity and the node selector."""
+        return [
+            SignFragment(signers.NODE_AFFINITY, signers.node_affinity(pod)),
+            SignFragment(signers.NODE_SELECTOR, dict(sorted(pod.node_selector.items()))),
+        ], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         event = ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.api.objects import Node, Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -17,6 +18,7 @@ from scheduler.framework.events import (
     QueueingHint,
 )
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 
@@ -38,6 +40,10 @@ class NodeDeclaredFeatures:
     name = NAME
     #: Filter reads only the Node (preemption counts pods without copying it: CountingFilter).
     filter_reads_node_only = True
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility depends on the features the pod requires of its node."""
+        return [SignFragment(signers.FEATURES, sorted(pod.required_node_features))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from scheduler.api.objects import Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import EVENT_NODE_ADD, ClusterEventWithHint
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 
@@ -19,6 +21,10 @@ class NodeName:
     name = NAME
     #: Filter reads only the Node (preemption counts pods without copying it: CountingFilter).
     filter_reads_node_only = True
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility depends on spec.nodeName only."""
+        return [SignFragment(signers.NODE_NAME, pod.node_name)], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [ClusterEventWithHint(EVENT_NODE_ADD)]

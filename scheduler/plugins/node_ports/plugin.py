@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.api.objects import HostPort, Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     EVENT_ASSIGNED_POD_DELETE,
@@ -15,6 +16,7 @@ from scheduler.framework.events import (
     QueueingHint,
 )
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import HostPortInfo, NodeInfo, PreFilterResult
 
@@ -28,6 +30,10 @@ def fits_ports(want: tuple[HostPort, ...], in_use: HostPortInfo) -> bool:
 
 class NodePorts:
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility depends on the host ports the containers bind."""
+        return [SignFragment(signers.HOST_PORTS, signers.host_ports(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

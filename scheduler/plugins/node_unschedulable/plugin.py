@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.api.objects import NO_SCHEDULE, Node, Pod, Taint
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -16,6 +17,7 @@ from scheduler.framework.events import (
     QueueingHint,
 )
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 
@@ -33,6 +35,10 @@ class NodeUnschedulable:
     name = NAME
     #: Filter reads only the Node (preemption counts pods without copying it: CountingFilter).
     filter_reads_node_only = True
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility depends on the pod's tolerations only."""
+        return [SignFragment(signers.TOLERATIONS, signers.tolerations(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

@@ -23,6 +23,7 @@ from scheduler.api.storage import (
     ephemeral_claim_error,
     volume_claim_name,
 )
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     EVENT_ASSIGNED_POD_DELETE,
@@ -33,6 +34,7 @@ from scheduler.framework.events import (
     QueueingHint,
 )
 from scheduler.framework.interface import Handle
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.helper.storage import (
@@ -118,6 +120,10 @@ class NodeVolumeLimits:
         self._random_prefix = "".join(random.choices(string.ascii_lowercase + string.digits, k=32))
         self._node_cache: dict[str, _NodeVolumes] = {}
         self._limits_cache: dict[str, tuple[CSINode | None, dict[str, int]]] = {}
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility depends on the volume sources (configMap and secret ones aside)."""
+        return [SignFragment(signers.VOLUMES, signers.volumes(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

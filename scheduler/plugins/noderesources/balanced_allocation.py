@@ -10,9 +10,11 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.objects import Pod
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Handle, ScoreColumn
 from scheduler.framework.node_table import NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.noderesources.balanced_allocation_args import BalancedAllocationArgs
@@ -35,6 +37,10 @@ class BalancedAllocation:
     def __init__(self, args: BalancedAllocationArgs, handle: Handle) -> None:
         self.resources = args.resources
         self.scorer = BalancedScorer()
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """The score depends on the pod's requests (containers and overhead)."""
+        return [SignFragment(signers.RESOURCES, signers.resources(pod))], None
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
         requests = pod_request_list(pod, self.resources, True)

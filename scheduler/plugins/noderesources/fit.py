@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from scheduler.api.objects import Node, Pod
 from scheduler.api.resources import Resource, is_extended_resource_name, is_scalar_resource_name
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -25,6 +26,7 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.interface import Handle, ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.noderesources.fit_args import (
@@ -181,6 +183,10 @@ class NodeResourcesFit:
         self._in_place_resize = handle.features.enabled("InPlacePodVerticalScaling")
 
     # --- events -----------------------------------------------------------------------------
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility and score depend on the pod's requests (containers and overhead)."""
+        return [SignFragment(signers.RESOURCES, signers.resources(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         node_actions = ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE

@@ -19,6 +19,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.framework.interface import Handle, ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.pod_topology_spread import hints
@@ -156,6 +157,19 @@ class PodTopologySpread:
         return None
 
     # --- queueing ---------------------------------------------------------------------------
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Spreading depends on where other pods are, not on the pod and node alone: pods
+        with constraints, explicit or defaulted (any default constraints), are not signed."""
+        if pod.topology_spread_constraints:
+            return None, Status(
+                Code.UNSCHEDULABLE, "pods with topology constraints are not signable"
+            )
+        if self.args.default_constraints:
+            return None, Status(
+                Code.UNSCHEDULABLE, "pods with default topology constraints are not signable"
+            )
+        return None, None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

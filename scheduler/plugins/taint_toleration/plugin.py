@@ -16,6 +16,7 @@ from scheduler.api.objects import (
     Taint,
     Toleration,
 )
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -26,6 +27,7 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.interface import ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.helper.scores import default_normalize_score
@@ -61,6 +63,10 @@ class TaintToleration:
     name = NAME
     #: Filter reads only the Node (preemption counts pods without copying it: CountingFilter).
     filter_reads_node_only = True
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility and score depend on the pod's tolerations only."""
+        return [SignFragment(signers.TOLERATIONS, signers.tolerations(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 
 from scheduler.api.objects import Pod
 from scheduler.api.storage import CLAIM_LOST, ephemeral_claim_error, has_claims, pod_claims
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interface import Handle, PreFilterExtensions, ScoreExtensions
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.helper.storage import claim_not_found
@@ -189,6 +191,10 @@ class VolumeBinding:
         except BinderError as err:
             return Status.as_error(err)
         return None
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility and score depend on the volume sources (configMap and secret aside)."""
+        return [SignFragment(signers.VOLUMES, signers.volumes(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return hints.events_to_register()

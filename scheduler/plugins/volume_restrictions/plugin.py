@@ -11,6 +11,7 @@ from typing import Any
 
 from scheduler.api.objects import Pod, PodVolume
 from scheduler.api.storage import READ_WRITE_ONCE_POD, PersistentVolumeClaim
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     EVENT_ASSIGNED_POD_DELETE,
@@ -22,6 +23,7 @@ from scheduler.framework.events import (
     QueueingHint,
 )
 from scheduler.framework.interface import Handle
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.helper.storage import claim_not_found
@@ -106,6 +108,10 @@ class VolumeRestrictions:
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
         self._storage = handle.storage()
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility depends on the volume sources (configMap and secret ones aside)."""
+        return [SignFragment(signers.VOLUMES, signers.volumes(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

@@ -18,6 +18,7 @@ from scheduler.api.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
+from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
     ActionType,
@@ -27,6 +28,7 @@ from scheduler.framework.events import (
     QueueingHint,
 )
 from scheduler.framework.interface import Handle
+from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.helper.storage import (
@@ -88,6 +90,10 @@ class VolumeZone:
 
     def __init__(self, handle: Handle) -> None:
         self._storage = handle.storage()
+
+    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
+        """Feasibility depends on the volume sources (configMap and secret ones aside)."""
+        return [SignFragment(signers.VOLUMES, signers.volumes(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
