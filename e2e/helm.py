@@ -104,8 +104,9 @@ class Helm:
 
 
 def render_deploy(helm: Helm) -> str:
-    """deploy/kube-pysched.yaml's expected content: header plus the default render."""
-    return DEPLOY_HEADER + helm.template(DEPLOY_RELEASE, DEPLOY_NAMESPACE)
+    """deploy/kube-pysched.yaml's expected content: header plus the default render, the
+    chart's CRDs (crds/, which `helm install` applies itself) included."""
+    return DEPLOY_HEADER + helm.template(DEPLOY_RELEASE, DEPLOY_NAMESPACE, None, "--include-crds")
 
 
 def main(argv: list[str] | None = None) -> int:
