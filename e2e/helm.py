@@ -104,8 +104,8 @@ class Helm:
 
 
 def render_deploy(helm: Helm) -> str:
-    """deploy/kube-pysched.yaml's expected content: header plus the default render, CRDs first
-    (crds/: the PodGroup and kopf peering CRDs the controller needs)."""
+    """deploy/kube-pysched.yaml's expected content: header plus the default render, the
+    chart's CRDs (crds/, which `helm install` applies itself) included."""
     return DEPLOY_HEADER + helm.template(DEPLOY_RELEASE, DEPLOY_NAMESPACE, None, "--include-crds")
 
 

@@ -3,8 +3,7 @@ plane: a PodGroup walks Pending -> Scheduling -> Running -> Finished with the ri
 one event per transition, a finished group's pending unbound member is released, and of two
 peered replicas only the higher-priority one acts until it stops.
 
-The CRDs come from the chart (charts/kube-pysched/crds/); the PodGroup CRD falls back to a
-test-only copy (e2e/fixtures/) while the chart does not ship it. Pods are bound directly with
+The CRDs come from the chart (charts/kube-pysched/crds/). Pods are bound directly with
 spec.nodeName to a kwok node (kwok makes them Running); no scheduler is involved.
 """
 
@@ -32,7 +31,6 @@ from e2e.workload import pod_manifest
 
 CRDS = REPO_ROOT / "charts" / "kube-pysched" / "crds"
 PODGROUP_CRD = CRDS / "scheduling.x-k8s.io_podgroups.yaml"
-PODGROUP_CRD_FIXTURE = Path(__file__).with_name("fixtures") / PODGROUP_CRD.name
 PEERING_CRDS = CRDS / "kopf.dev_peerings.yaml"
 GROUP, VERSION, PLURAL = "scheduling.x-k8s.io", "v1alpha1", "podgroups"
 LABEL = "scheduling.x-k8s.io/pod-group"
@@ -140,8 +138,7 @@ def _apply_crds(api_client: k8s.ApiClient, path: Path) -> list[str]:
 def crds(api_client: k8s.ApiClient) -> bool:
     """Installs the peering and PodGroup CRDs; True if the PodGroup CRD has status.scheduled."""
     _apply_crds(api_client, PEERING_CRDS)
-    source = PODGROUP_CRD if PODGROUP_CRD.exists() else PODGROUP_CRD_FIXTURE
-    _apply_crds(api_client, source)
+    _apply_crds(api_client, PODGROUP_CRD)
     crd = k8s.ApiextensionsV1Api(api_client).read_custom_resource_definition(f"{PLURAL}.{GROUP}")
     version = next(v for v in crd.spec.versions if v.name == VERSION)
     status_schema = version.schema.open_apiv3_schema.properties["status"]
@@ -176,7 +173,7 @@ def test_podgroup_status_release_and_peering(
     controllers: Callable[..., Controller],
     crds: bool,
 ) -> None:
-    scheduled_kept = crds
+    assert crds, "the chart's PodGroup CRD declares status.scheduled"
     custom = k8s.CustomObjectsApi(api_client)
     (node,) = kwok_nodes(1)
     peering = f"e2e-pg-{uuid.uuid4().hex[:6]}"
@@ -241,9 +238,7 @@ def test_podgroup_status_release_and_peering(
         extra = pod_manifest("member-extra", scheduler_name="e2e-nobody", labels={LABEL: "gang"})
         core_v1.create_namespaced_pod(namespace, extra)
 
-        running: dict[str, Any] = {"phase": "Running", "running": 3, "succeeded": 0}
-        if scheduled_kept:
-            running["scheduled"] = 3
+        running: dict[str, Any] = {"phase": "Running", "running": 3, "succeeded": 0, "scheduled": 3}
         wait_for(status_is("gang", **running), timeout=30, what="gang Running, 3 running")
         status = group("gang")["status"]
         assert status["occupiedBy"] == f"{namespace}/gang-owner"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from scheduler import metrics
+from scheduler.api.gang import gang_ref
 from scheduler.api.objects import DEFAULT_SCHEDULER_NAME, Node, Pod
 from scheduler.api.parse import parse_node, parse_pod
 from scheduler.backend.cache import Cache, CacheError
@@ -141,6 +142,8 @@ class EventHandlers:
             start = time.perf_counter()
             log.debug("add event for unscheduled pod", pod=pod.key)
             self.queue.add(pod)
+            if gang_ref(pod) is not None:
+                self._member_changed(EVENT_UNSCHEDULED_POD_ADD, None, pod)
             _observe(EVENT_UNSCHEDULED_POD_ADD.label, start)
 
     def on_pod_update(self, old: Pod, new: Pod) -> None:
@@ -197,12 +200,22 @@ class EventHandlers:
             return
         log.debug("update event for unscheduled pod", pod=new.key)
         self.queue.update(old, new)
+        if gang_ref(new) is not None:
+            for event in pod_scheduling_properties_change(new, old):
+                if event.action_type in _MEMBER_UPDATES:
+                    self._member_changed(event, old, new)
         if old.nominated_node_name and old.nominated_node_name != new.nominated_node_name:
             priority = old.priority
             self.queue.move_all_to_active_or_backoff_queue(
                 EVENT_ASSIGNED_POD_DELETE, old, None, _le_priority(priority)
             )
         _observe(EVENT_UNSCHEDULED_POD_UPDATE.label, start)
+
+    def _member_changed(self, event: ClusterEvent, old: Pod | None, new: Pod) -> None:
+        """A pending pod of a gang appeared or became schedulable: its siblings, held until
+        the group has minMember pods, may go now. Only for members: an ordinary pending pod
+        changes nothing for other pending pods (kube-scheduler sends no such event)."""
+        self.queue.move_all_to_active_or_backoff_queue(event, old, new)
 
     def _delete_from_queue(self, pod: Pod, in_binding: bool) -> None:
         start = time.perf_counter()
@@ -228,6 +241,10 @@ class EventHandlers:
             except CacheError as err:
                 log.error("scheduler cache RemoveAssumedPod failed", pod=pod.key, error=str(err))
         self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, assumed, None)
+
+
+#: Updates of a pending gang member that can complete its group's count.
+_MEMBER_UPDATES = (ActionType.UPDATE_POD_LABEL, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
 
 
 def _le_priority(priority: int) -> Callable[[Pod], bool]:

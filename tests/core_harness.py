@@ -22,6 +22,7 @@ from scheduler.features import FeatureGates
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
+from scheduler.framework.gang import StaticGangs
 from scheduler.framework.interface import Handle
 from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
@@ -133,9 +134,13 @@ class Harness:
         plugins: Registry | None = None,
         features: FeatureGates | None = None,
         storage: StaticStorage | None = None,
+        gangs: StaticGangs | None = None,
     ) -> None:
         self.clock = FakeClock()
         self.storage = storage if storage is not None else StaticStorage()
+        # Pods added through add_pod / add_assigned_pod become members here, as the pod
+        # informer's member index would count them.
+        self.gangs = gangs if gangs is not None else StaticGangs()
         self.api = FakeApi()
         self.recorder = FakeRecorder()
         self.cache = Cache()
@@ -151,6 +156,8 @@ class Harness:
             pdbs=lambda: list(self.pdbs),
             pod_lookup=self.pods.get,
             storage=lambda: self.storage,
+            gangs=lambda: self.gangs,
+            gang_members=self.cache.gang_members,
             clock=self.clock,
         )
         self.fwk = Framework(spec or profile_spec(), plugins or registry(), services)
@@ -187,11 +194,13 @@ class Harness:
 
     def add_pod(self, pod: Pod) -> None:
         self.pods[pod.key] = pod
+        self.gangs.add(pod)
         self.queue.add(pod)
 
     def add_assigned_pod(self, pod: Pod) -> None:
         """A pod already running on its node (as the pod informer would report it)."""
         self.pods[pod.key] = pod
+        self.gangs.add(pod)
         self.cache.add_pod(pod)
 
     def schedule_next(self) -> None:

@@ -11,7 +11,10 @@ Recovery:
   backoff (800 ms doubling to 30 s, with jitter), still from the same resourceVersion;
 * 410 Gone (the resourceVersion left the server's window), at watch start or as an ERROR event,
   means events were missed: relist, and the store turns the difference into events;
-* any other failure ends the round; after a backoff delay the next round relists.
+* any other failure ends the round; after a backoff delay the next round relists;
+* an optional collection (a custom resource whose CRD may not be installed) that answers the
+  list with 404 counts as served empty: the store is emptied and synced, an error is logged
+  once, and the list is retried with the backoff until the API appears.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class ListWatchSpec:
     path: str  # e.g. "/api/v1/pods" or "/apis/policy/v1/poddisruptionbudgets"
     field_selector: str = ""
     label_selector: str = ""
+    optional: bool = False
+    """The server may not serve it (a CRD): a 404 on the list is a state, not a failure."""
 
     def query(self) -> dict[str, str | int | bool]:
         query: dict[str, str | int | bool] = {}
@@ -74,6 +79,10 @@ class ReflectorStore(Protocol):
 
 class _RelistNeeded(Exception):
     """The watch cannot continue from the last resourceVersion."""
+
+
+class _NotServed(Exception):
+    """An optional collection's list answered 404."""
 
 
 class Reflector:
@@ -103,6 +112,7 @@ class Reflector:
         self._stream_lock = threading.Lock()
         self._stream: StreamResponse | None = None
         self._last_rv = ""
+        self._served: bool | None = None
         self._rv_unavailable = False
         self._paginated_result = False
         # Counters for tests and debugging.
@@ -113,6 +123,11 @@ class Reflector:
     @property
     def last_sync_resource_version(self) -> str:
         return self._last_rv
+
+    @property
+    def served(self) -> bool:
+        """False once an optional collection's list answered 404, until a list succeeds."""
+        return self._served is not False
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -165,6 +180,9 @@ class Reflector:
         try:
             self.store.replace(self._list_pages(rv, result), rv)
         except ApiError as err:
+            if self.spec.optional and err.not_found:
+                self._not_served(err)
+                raise _NotServed from err
             if not (err.gone or err.resource_version_too_large):
                 raise
             log.info("relisting at the newest version", reflector=self.name, error=str(err))
@@ -173,6 +191,24 @@ class Reflector:
         self._rv_unavailable = False
         self.lists += 1
         self._last_rv = result["resourceVersion"]
+        if self._served is False:
+            log.info("the API is served now", reflector=self.name, path=self.spec.path)
+        self._served = True
+
+    def _not_served(self, err: ApiError) -> None:
+        """An optional collection is not served: nothing of it exists (the store is emptied
+        and counts as synced); said once per outage, as an error, since whatever uses it is
+        held meanwhile."""
+        if self._served is not False:
+            log.error(
+                "the API is not served; retrying in the background",
+                reflector=self.name,
+                path=self.spec.path,
+                error=str(err),
+            )
+        self._served = False
+        self._last_rv = ""
+        self.store.replace(iter(()), "")
 
     def _list_pages(self, rv: str, result: dict[str, str]) -> Iterator[Json]:
         """The listed objects, page by page, so only one page of raw JSON is alive at a time
@@ -217,7 +253,10 @@ class Reflector:
     # --- watch ------------------------------------------------------------------------------
 
     def _list_and_watch(self) -> None:
-        self._list()
+        try:
+            self._list()
+        except _NotServed:
+            return
         try:
             self._watch_loop()
         except _RelistNeeded:

@@ -29,6 +29,7 @@ from scheduler.client.api import KubeApi
 from scheduler.client.config import ConfigError as ClientConfigError
 from scheduler.client.config import load_client_config
 from scheduler.client.events import EventRecorder
+from scheduler.client.gangs import GangInformers
 from scheduler.client.informer import (
     WORKLOADS,
     Informer,
@@ -53,6 +54,7 @@ from scheduler.config.types import KubeSchedulerConfiguration
 from scheduler.eventhandlers import EventHandlers, PodTransform, transform_node
 from scheduler.features import FeatureGates
 from scheduler.framework.events import EventResource
+from scheduler.framework.gang import GangLister
 from scheduler.framework.interface import StorageLister
 from scheduler.framework.profile_spec import ProfileSpec
 from scheduler.framework.registry import Registry
@@ -92,7 +94,7 @@ def build_queue(
 ) -> SchedulingQueue:
     """All profiles share one QueueSort plugin (config validation guarantees it)."""
     first = next(iter(frameworks.values()))
-    sort = first.queue_sort
+    sort = first.queue_sort()
     queue = SchedulingQueue(
         clock=RealClock(),
         less=first.less,
@@ -162,8 +164,11 @@ class App:
             services=self._services_by_namespace.list,
             workload=self._workload,
             storage=self._storage_lister,
+            gangs=self._gang_lister,
+            gang_members=self.cache.gang_members,
         )
         self.storage: StorageInformers | None = None
+        self.gangs: GangInformers | None = None
         self._storage_closed = False
         self.frameworks = build_frameworks(config, self.registry, services)
         self.queue = build_queue(
@@ -179,6 +184,13 @@ class App:
         if self.storage is not None:
             for resource, informer in self.storage.informers.items():
                 informer.add_event_handler(*handlers.resource_handlers(EventResource(resource)))
+        if self.gangs is not None:
+            self.gangs.informer.add_event_handler(
+                *handlers.resource_handlers(EventResource.POD_GROUP)
+            )
+            # Before the scheduler's handlers: a pod is a counted member by the time the
+            # queue runs PreEnqueue or a QueueingHint for it.
+            self.pods.add_event_handler(*self.gangs.index.handlers())
         self.nodes.add_event_handler(
             handlers.on_node_add, handlers.on_node_update, handlers.on_node_delete
         )
@@ -277,15 +289,28 @@ class App:
             self.storage = StorageInformers(self.rest)
         return self.storage
 
+    def _gang_lister(self) -> GangLister:
+        """The PodGroup informer, built on a plugin's first request while plugins are built."""
+        if self.gangs is None:
+            if self._storage_closed:
+                raise RuntimeError(
+                    "Handle.gangs() was first called after the plugins were built; "
+                    "a plugin must ask for it in its constructor"
+                )
+            self.gangs = GangInformers(self.rest)
+        return self.gangs
+
     def _informers(self) -> list[Informer[Any]]:
         """Every informer, in start order (the pods last: their handlers read the rest)."""
         storage = list(self.storage.informers.values()) if self.storage is not None else []
+        gangs = [self.gangs.informer] if self.gangs is not None else []
         return [
             self.namespaces,
             self.pdbs,
             self.services,
             *self.workloads.values(),
             *storage,
+            *gangs,
             self.nodes,
             self.pods,
         ]

@@ -74,6 +74,9 @@ class EventResource(enum.StrEnum):
     CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
     STORAGE_CLASS = "storage.k8s.io/StorageClass"
     POD_DISRUPTION_BUDGET = "policy/PodDisruptionBudget"
+    #: scheduler-plugins' PodGroup, under the name its Coscheduling registers (a custom
+    #: resource's `<resource>.<version>.<group>`).
+    POD_GROUP = "podgroups.v1alpha1.scheduling.x-k8s.io"
     WILDCARD = "*"
 
 

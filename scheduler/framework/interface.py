@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.api.gang import GangRef
 from scheduler.api.json_types import Json
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Pod, PodDisruptionBudget
@@ -31,6 +32,7 @@ from scheduler.api.storage import (
 )
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.gang import GangLister, GangMembers
 from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Status
@@ -43,6 +45,7 @@ from scheduler.framework.types import (
 )
 
 if TYPE_CHECKING:
+    from scheduler.clock import Clock
     from scheduler.features import FeatureGates
 
 ScoreColumn = npt.NDArray[np.int64]
@@ -322,6 +325,11 @@ class Handle(Protocol):
     profile_name: str
     features: FeatureGates
 
+    @property
+    def clock(self) -> Clock:
+        """The scheduler's time: Permit timeouts and plugins' own timers run on it."""
+        ...
+
     def snapshot(self) -> SnapshotLister: ...
 
     @property
@@ -354,6 +362,15 @@ class Handle(Protocol):
 
     def storage(self) -> StorageLister:
         """The storage objects (see StorageLister); calling it makes the process watch them."""
+        ...
+
+    def gangs(self) -> GangLister:
+        """The pod groups (see GangLister); calling it makes the process watch PodGroups."""
+        ...
+
+    def gang_members(self, ref: GangRef) -> GangMembers:
+        """The group's members bound or assumed in the scheduler cache, now (not as of the
+        cycle's snapshot: a pod assumed in this cycle counts)."""
         ...
 
     def get_pod(self, key: str) -> Pod | None:

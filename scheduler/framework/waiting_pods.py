@@ -3,9 +3,11 @@ or a plugin's timeout passes."""
 
 from __future__ import annotations
 
+import functools
 import threading
 
 from scheduler.api.objects import Pod
+from scheduler.clock import Clock, RealClock, Timer
 from scheduler.framework.status import Code, Status
 
 MAX_PERMIT_TIMEOUT = 15 * 60.0
@@ -14,25 +16,24 @@ MAX_PERMIT_TIMEOUT = 15 * 60.0
 class WaitingPod:
     """A pod in WaitOnPermit; allow/reject may come from any thread (plugins, timers)."""
 
-    def __init__(self, pod: Pod, plugin_timeouts: dict[str, float]) -> None:
+    def __init__(
+        self, pod: Pod, plugin_timeouts: dict[str, float], clock: Clock | None = None
+    ) -> None:
         self.pod = pod
         self._lock = threading.Lock()
         self._pending = set(plugin_timeouts)
         self._done = threading.Event()
         self._result: Status | None = None
-        self._timers = []
+        self._timers: list[Timer] = []
+        clock = clock or RealClock()
         for plugin, timeout in plugin_timeouts.items():
-            timer = threading.Timer(
-                min(timeout, MAX_PERMIT_TIMEOUT),
-                self.reject,
-                args=(
-                    plugin,
-                    f"rejected due to timeout after waiting {timeout}s at plugin {plugin}",
-                ),
+            message = f"rejected due to timeout after waiting {timeout}s at plugin {plugin}"
+            self._timers.append(
+                clock.call_later(
+                    min(timeout, MAX_PERMIT_TIMEOUT),
+                    functools.partial(self.reject, plugin, message),
+                )
             )
-            timer.daemon = True
-            self._timers.append(timer)
-            timer.start()
 
     def pending_plugins(self) -> list[str]:
         with self._lock:
@@ -72,11 +73,13 @@ class WaitingPod:
 
 
 class WaitingPods:
-    """uid -> WaitingPod, shared by a profile's framework and its plugins."""
+    """uid -> WaitingPod, shared by a profile's framework and its plugins; their Permit
+    timeouts run on `clock` (a fake one in tests)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
         self._lock = threading.Lock()
         self._pods: dict[str, WaitingPod] = {}
+        self.clock: Clock = clock or RealClock()
 
     def add(self, waiting: WaitingPod) -> None:
         with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scheduler.framework.registry import PluginSpec, Registry, load_entry_point_plugins
 from scheduler.plugins import (
+    coscheduling,
     default_binder,
     default_preemption,
     image_locality,
@@ -45,6 +46,8 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
     (node_volume_limits.NAME, node_volume_limits.SPEC),
     (volume_binding.NAME, volume_binding.SPEC),
     (volume_zone.NAME, volume_zone.SPEC),
+    # scheduler-plugins' (not a default plugin: a profile enables it, queueSort included).
+    (coscheduling.NAME, coscheduling.SPEC),
 )
 
 

@@ -6,17 +6,21 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from scheduler.api.gang import GangRef
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
 from scheduler.api.spread import Service, Workload
 from scheduler.backend.cache import Cache, Snapshot
+from scheduler.clock import FakeClock
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.gang import GangMembers, StaticGangs
 from scheduler.framework.interface import CountingCheck, Handle, Plugin, WaitingPod
 from scheduler.framework.registry import PluginSpec
 from scheduler.framework.status import Status
 from scheduler.framework.storage import StaticStorage
 from scheduler.framework.types import NodeInfo
+from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.testing.fakes import FakeApi, FakeNominator, FakeRecorder
 
 
@@ -42,7 +46,9 @@ class FakeHandle:
     `snap` is what `snapshot()` serves, `pods` what `get_pod()` finds (by namespace/name),
     `pdb_list` what `pdbs()` returns, `namespace_list` the namespaces `namespace_labels()` and
     `namespaces()` know, `service_list` and `workloads` what `services()` and `workload()`
-    find, `static_storage` what `storage()` serves; `activated` collects pods passed to
+    find, `static_storage` what `storage()` serves, `static_gangs` what `gangs()` serves;
+    `cache` is what `gang_members()` counts (assume pods into it); `waiting` holds the pods
+    waiting at Permit (their timeouts run on `clock`); `activated` collects pods passed to
     `activate()`.
     The nominated-pods and PreFilter-extension runners succeed without running anything: a
     plugin that needs them is tested with the in-process scheduler, not a fake handle.
@@ -60,7 +66,15 @@ class FakeHandle:
     service_list: list[Service] = field(default_factory=list)
     workloads: list[Workload] = field(default_factory=list)
     static_storage: StaticStorage = field(default_factory=StaticStorage)
+    static_gangs: StaticGangs = field(default_factory=StaticGangs)
+    cache: Cache = field(default_factory=Cache)
+    clock: FakeClock = field(default_factory=FakeClock)
+    waiting: WaitingPods | None = None
     activated: list[Pod] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.waiting is None:
+            self.waiting = WaitingPods(self.clock)
 
     def snapshot(self) -> Snapshot:
         return self.snap
@@ -104,14 +118,23 @@ class FakeHandle:
     def storage(self) -> StaticStorage:
         return self.static_storage
 
+    def gangs(self) -> StaticGangs:
+        return self.static_gangs
+
+    def gang_members(self, ref: GangRef) -> GangMembers:
+        return self.cache.gang_members(ref)
+
     def activate(self, pods: Iterable[Pod]) -> None:
         self.activated.extend(pods)
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
-        return None
+        assert self.waiting is not None
+        return self.waiting.get(uid)
 
     def iterate_over_waiting_pods(self, fn: Callable[[WaitingPod], None]) -> None:
-        return None
+        assert self.waiting is not None
+        for waiting in self.waiting.all():
+            fn(waiting)
 
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, node_info: NodeInfo

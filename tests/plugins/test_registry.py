@@ -47,10 +47,14 @@ KUBE_SCHEDULER_NAMES = {
 GUARDED = {
     "DynamicResources",
 }
+# Registered in-tree, not part of any default profile (scheduler-plugins' names).
+OPT_IN = {
+    "Coscheduling",
+}
 
 
 def test_in_tree_registry_names() -> None:
-    assert set(registry.in_tree_registry()) == KUBE_SCHEDULER_NAMES | GUARDED
+    assert set(registry.in_tree_registry()) == KUBE_SCHEDULER_NAMES | GUARDED | OPT_IN
 
 
 def test_every_default_plugin_of_kube_scheduler_is_registered() -> None:
@@ -103,7 +107,7 @@ def test_full_registry_adds_entry_points_and_refuses_shadowing(
     extra = PluginSpec(lambda _args, _handle: object())  # type: ignore[arg-type,return-value]
     monkeypatch.setattr(registry, "load_entry_point_plugins", lambda: Registry({"Extra": extra}))
     full = registry.full_registry()
-    assert set(full) == KUBE_SCHEDULER_NAMES | GUARDED | {"Extra"}
+    assert set(full) == KUBE_SCHEDULER_NAMES | GUARDED | OPT_IN | {"Extra"}
     monkeypatch.setattr(registry, "load_entry_point_plugins", lambda: Registry({"NodeName": extra}))
     with pytest.raises(RegistryError, match="NodeName"):
         registry.full_registry()

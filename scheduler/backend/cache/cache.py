@@ -13,9 +13,11 @@ from dataclasses import dataclass
 import structlog
 
 from scheduler import metrics
+from scheduler.api.gang import GangRef, gang_ref
 from scheduler.api.objects import Node, Pod
 from scheduler.backend.cache.node_tree import NodeTree, zone_key
 from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework.gang import NO_MEMBERS, GangMembers
 from scheduler.framework.types import NodeInfo
 
 log = structlog.get_logger(__name__)
@@ -42,6 +44,8 @@ class Cache:
         self._assumed: set[str] = set()
         self._dirty: set[str] = set()
         self._structure_changed = True
+        # Pod uids by the group they name: a group's quorum is counted in O(members).
+        self._gangs: dict[GangRef, set[str]] = {}
 
     def export_metrics(self) -> None:
         """Points scheduler_cache_size at this cache; read at scrape time, so never stale."""
@@ -144,7 +148,24 @@ class Cache:
             state = self._pod_states.get(uid)
             return state.pod if state is not None else None
 
+    def gang_members(self, ref: GangRef) -> GangMembers:
+        """The group's pods counted on nodes: bound, and assumed (not yet confirmed)."""
+        with self._lock:
+            uids = self._gangs.get(ref)
+            if not uids:
+                return NO_MEMBERS
+            bound: list[Pod] = []
+            assumed: list[Pod] = []
+            for uid in uids:
+                state = self._pod_states.get(uid)
+                if state is not None:
+                    (assumed if uid in self._assumed else bound).append(state.pod)
+            return GangMembers(tuple(bound), tuple(assumed))
+
     def _add_pod_locked(self, pod: Pod) -> None:
+        ref = gang_ref(pod)
+        if ref is not None:
+            self._gangs.setdefault(ref, set()).add(pod.uid)
         info = self._nodes.get(pod.node_name)
         if info is None:
             # A pod can arrive before its node (informers are independent): keep a ghost node.
@@ -154,6 +175,13 @@ class Cache:
         self._dirty.add(pod.node_name)
 
     def _remove_pod_locked(self, pod: Pod) -> None:
+        ref = gang_ref(pod)
+        if ref is not None:
+            uids = self._gangs.get(ref)
+            if uids is not None:
+                uids.discard(pod.uid)
+                if not uids:
+                    del self._gangs[ref]
         info = self._nodes.get(pod.node_name)
         if info is None or not info.remove_pod(pod):
             log.error("pod to remove was not on its node", pod=pod.key, node=pod.node_name)

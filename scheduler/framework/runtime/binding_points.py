@@ -94,7 +94,7 @@ class BindingPoints(FrameworkBase):
             self._observe(PERMIT, status, start)
 
     def add_waiting_pod(self, pod: Pod, waits: Mapping[str, float]) -> None:
-        self.waiting_pods.add(WaitingPod(pod, dict(waits)))
+        self.waiting_pods.add(WaitingPod(pod, dict(waits), self.waiting_pods.clock))
 
     def wait_on_permit(self, pod: Pod) -> Status | None:
         waiting = self.waiting_pods.get(pod.uid)

@@ -11,6 +11,7 @@ from typing import Any
 
 import structlog
 
+from scheduler.api.gang import GangRef
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Pod, PodDisruptionBudget
 from scheduler.api.spread import Service, Workload
@@ -18,6 +19,7 @@ from scheduler.clock import Clock, RealClock
 from scheduler.features import FeatureGates
 from scheduler.framework import signers
 from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.gang import NO_MEMBERS, GangLister, GangMembers, StaticGangs
 from scheduler.framework.interface import (
     ApiActions,
     EventRecorder,
@@ -59,7 +61,10 @@ class FrameworkServices:
     workload: Callable[[str, str, str], Workload | None] = lambda _kind, _ns, _name: None
     # Called when a plugin first asks for storage objects (the process then watches them).
     storage: Callable[[], StorageLister] = StaticStorage
-    # Opportunistic batching's clock (the age of its kept nodes).
+    # Called when a plugin first asks for pod groups (the process then watches PodGroups).
+    gangs: Callable[[], GangLister] = StaticGangs
+    gang_members: Callable[[GangRef], GangMembers] = lambda _ref: NO_MEMBERS
+    # Opportunistic batching's clock (the age of its kept nodes), and gang timers'.
     clock: Clock = field(default_factory=RealClock)
 
 
@@ -69,10 +74,11 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
     def __init__(self, spec: ProfileSpec, registry: Registry, services: FrameworkServices) -> None:
         super().__init__(spec.scheduler_name)
         self.features = services.features
+        self.clock = services.clock
         self.percentage_of_nodes_to_score = spec.percentage_of_nodes_to_score
         self._services = services
         self._activate: Callable[[Iterable[Pod]], None] | None = None
-        self.waiting_pods = WaitingPods()
+        self.waiting_pods = WaitingPods(services.clock)
         profile = build_profile(spec, registry, self)
         self.plugins: dict[str, Plugin] = profile.by_name
         self._set_profile(profile)
@@ -128,6 +134,12 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
 
     def storage(self) -> StorageLister:
         return self._services.storage()
+
+    def gangs(self) -> GangLister:
+        return self._services.gangs()
+
+    def gang_members(self, ref: GangRef) -> GangMembers:
+        return self._services.gang_members(ref)
 
     def activate(self, pods: Iterable[Pod]) -> None:
         if self._activate is not None:
