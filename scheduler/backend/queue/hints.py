@@ -16,6 +16,7 @@ import structlog
 
 from scheduler import metrics
 from scheduler.api.objects import Pod
+from scheduler.backend.queue.deferred_metrics import DeferredMetrics
 from scheduler.framework.events import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -51,6 +52,7 @@ class QueueingHints:
         "_interest",
         "_match_cache",
         "_registered",
+        "_writes",
         "plugin_events",
     )
 
@@ -58,7 +60,9 @@ class QueueingHints:
         self,
         events_per_profile: Mapping[str, Mapping[str, Sequence[ClusterEventWithHint]]],
         hints_enabled: bool,
+        writes: DeferredMetrics | None = None,
     ) -> None:
+        self._writes = writes if writes is not None else DeferredMetrics()
         # profile -> [(registered event, plugin, hint fn)]
         self._hints: dict[str, list[tuple[ClusterEvent, str, QueueingHintFn | None]]] = {}
         self._registered: dict[str, frozenset[str]] = {}
@@ -168,5 +172,5 @@ class QueueingHints:
         if child is None:
             child = metrics.queueing_hint_execution_duration.labels(*key)
             self._duration_children[key] = child
-        child.observe(time.perf_counter() - start)
+        self._writes.observe(child, time.perf_counter() - start)
         return skip

@@ -12,6 +12,7 @@ from collections.abc import Sized
 from typing import Any
 
 from scheduler import metrics
+from scheduler.backend.queue.deferred_metrics import DeferredMetrics
 from scheduler.backend.queue.unschedulable import UnschedulablePool
 from scheduler.framework.types import QueuedPodInfo
 
@@ -20,6 +21,9 @@ _PRE_ENQUEUE = "PreEnqueue"
 
 class QueueMetrics:
     def __init__(self) -> None:
+        # Incoming counts and PreEnqueue durations go through this, so a move of many pods
+        # writes each child once (deferred_metrics.py); QueueingHints shares it.
+        self.writes = DeferredMetrics()
         self._pending_children = {
             q: metrics.pending_pods.labels(q)
             for q in (metrics.ACTIVE_Q, metrics.BACKOFF_Q, metrics.UNSCHEDULABLE_Q, metrics.GATED_Q)
@@ -59,9 +63,9 @@ class QueueMetrics:
                 metrics.queue_incoming_entities.labels(queue, event, metrics.POD_ENTITY),
             )
             self._incoming_children[key] = children
-        children[0].inc()
+        self.writes.inc(children[0])
         if queue != strategy_queue:
-            children[1].inc()
+            self.writes.inc(children[1])
 
     def unschedulable_reason(self, plugin: str, profile: str) -> Any:
         key = (plugin, profile)
@@ -82,4 +86,4 @@ class QueueMetrics:
         if child is None:
             child = metrics.framework_extension_point_duration.labels(_PRE_ENQUEUE, *key)
             self._pre_enqueue_children[key] = child
-        child.observe(seconds)
+        self.writes.observe(child, seconds)

@@ -133,10 +133,12 @@ class SchedulingQueue:
         self._move_request_cycle = -1
         self._closed = False
 
-        self._hints = QueueingHints(
-            {name: p.events_to_register for name, p in profiles.items()}, self._hints_enabled
-        )
         self._metrics = QueueMetrics()
+        self._hints = QueueingHints(
+            {name: p.events_to_register for name, p in profiles.items()},
+            self._hints_enabled,
+            self._metrics.writes,
+        )
         self._pre_enqueue = PreEnqueueRunner(
             {name: tuple(p.pre_enqueue) for name, p in profiles.items()},
             self._hints.plugin_events,
@@ -459,6 +461,25 @@ class SchedulingQueue:
     ) -> None:
         if not self._hints.is_event_of_interest(event):
             return
+        # The pods' metric writes are made once per label child when the loop ends.
+        with self._metrics.writes.deferred():
+            activated = self._move_each(pods, event, old_obj, new_obj)
+        if self._hints_enabled:
+            self._in_flight.add_event_if_any_in_flight(event, old_obj, new_obj)
+        else:
+            self._move_request_cycle = self._cycle
+        if activated:
+            self._cond.notify_all()
+
+    def _move_each(
+        self,
+        pods: list[QueuedPodInfo],
+        event: ClusterEvent,
+        old_obj: Any,
+        new_obj: Any,
+    ) -> bool:
+        """_move_pods' loop: requeues the pods the event may help; True if any became
+        poppable."""
         wildcard = event.is_wildcard()
         label = event.label
         # Whether the event concerns pods gated by a plugin: the same for every pod it gates.
@@ -479,12 +500,7 @@ class SchedulingQueue:
             queue = self._requeue(pinfo, strategy, label)
             if queue == ACTIVE or (queue == BACKOFF and self._pop_from_backoff_q):
                 activated = True
-        if self._hints_enabled:
-            self._in_flight.add_event_if_any_in_flight(event, old_obj, new_obj)
-        else:
-            self._move_request_cycle = self._cycle
-        if activated:
-            self._cond.notify_all()
+        return activated
 
     # --- flushes -----------------------------------------------------------------------------
 
