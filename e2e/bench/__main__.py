@@ -11,6 +11,7 @@ A table goes to the terminal and one JSON per run to bench-results/ (see docs/be
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -54,6 +55,7 @@ def run_workloads(
         for name in names:
             workload = workloads[name]
             for which in schedulers:
+                load_before = _load_average()
                 if leftover is None:
                     record = _run_one(
                         workload,
@@ -72,6 +74,9 @@ def run_workloads(
                     # Its scheduler would see the earlier run's pods and nodes: not comparable.
                     record = _not_run(workload, size_name, which, leftover)
                 record["machine"] = machine
+                # Other users of the machine show here: the figures are only worth comparing
+                # when both stayed low (the invocation's start is also in machine).
+                record["load_average"] = {"before": load_before, "after": _load_average()}
                 record["command"] = command
                 record["json"] = str(write_record(record, results_dir))
                 records.append(record)
@@ -233,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"profile of {r['workload']}: {r['profile']}")
     failed = [r for r in records if "failed" in r]
     return 1 if failed else 0
+
+
+def _load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def _size_order(name: str) -> tuple[int, str]:
