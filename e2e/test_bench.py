@@ -210,7 +210,9 @@ def test_runs_after_a_failed_cleanup_are_not_run(
     """Their scheduler would see the earlier run's pods and nodes."""
     calls: list[str] = []
 
-    def fake_run_one(workload: Any, size: str, which: str, *args: Any) -> dict[str, Any]:
+    def fake_run_one(
+        workload: Any, size: str, which: str, *args: Any, **kwargs: Any
+    ) -> dict[str, Any]:
         calls.append(which)
         return {
             "workload": workload.name,

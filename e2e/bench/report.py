@@ -148,7 +148,8 @@ def one_line(record: dict[str, Any]) -> str:
     return (
         f"{head} {run_mode(record):<9} {f['throughput_overall']:>7} pods/s  "
         f"latency p99 {f['latency_p99_ms']} ms  "
-        f"cpu {f['cpu_seconds']} s ({f['cpu_ms_per_pod']} ms/pod)  rss {f['peak_rss_mib']} MiB  "
+        f"cpu {f['cpu_seconds']} s ({f.get('cpu_ms_per_pod', '-')} ms/pod)  "
+        f"rss {f['peak_rss_mib']} MiB  "
         f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
         + (f"  deleted before bound {deleted}" if deleted else "")
         + (f"  CLEANUP FAILED: {record['cleanup_failed']}" if "cleanup_failed" in record else "")
