@@ -15,7 +15,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +51,14 @@ class Pysched:
         name: str = "kube-pysched",
         extra_args: Sequence[str] = (),
         secure: bool = False,
+        cpus: Iterable[int] | None = None,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
         self.config = dict(config) if config is not None else default_config()
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="kube-pysched-e2e-"))
         self.name = name
         self.extra_args = list(extra_args)
+        self.cpus = set(cpus) if cpus is not None else None  # started pinned to these CPUs
         self.port = 0
         self.secure = secure
         self.secure_port = 0
@@ -104,7 +106,7 @@ class Pysched:
             env = dict(os.environ)
             env.pop("KUBECONFIG", None)
             self.process = ManagedProcess(
-                self.name, argv, self.log_path, env=env, cwd=REPO_ROOT
+                self.name, argv, self.log_path, env=env, cwd=REPO_ROOT, cpus=self.cpus
             ).start()
         self.wait_ready(timeout)
         return self

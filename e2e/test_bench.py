@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from kubernetes import client as k8s
 
 from e2e.bench import __main__ as bench_main
 from e2e.bench.__main__ import run_workloads
@@ -24,10 +25,13 @@ from e2e.bench.measure import (
     summarize,
     throughput_samples,
 )
+from e2e.bench.pinning import capacity_cpus, thread_cpus
 from e2e.bench.report import COLUMNS, markdown_cpu_table, one_line, table
+from e2e.bench.runner import WARMUP
 from e2e.bench.schedulers import KUBE_PYSCHED, KUBE_SCHEDULER, SCHEDULERS, unsupported_reason
 from e2e.bench.workload import load_workloads, ordered_names
-from e2e.cluster import ControlPlane
+from e2e.cluster import ControlPlane, is_running, wait_for_pod
+from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 
 WORKLOADS = load_workloads()
 SUPPORTED = [n for n in ordered_names(WORKLOADS) if unsupported_reason(WORKLOADS[n]) is None]
@@ -180,7 +184,8 @@ def test_cpu_table_lists_runs_that_recorded_the_breakdown() -> None:
     assert len(rows) == 3
     assert (
         rows[2]  # other = machine busy (1.99 cores x 10 s) - the named processes (18 s)
-        == "| W | 5000 | kube-pysched | 1.99 | 4.0 | 12.0 | 2.0 | 0.0 | 0.0 | 0.0 | 1.9 | 10.0 |"
+        == "| W | 5000 | kube-pysched | live | 1.99 | 4.0 | 12.0 | 2.0 | 0.0 | 0.0 | 0.0 | 1.9 "
+        "| 10.0 |"
     )
     assert markdown_cpu_table([older]) == ""
 
@@ -205,7 +210,9 @@ def test_runs_after_a_failed_cleanup_are_not_run(
     """Their scheduler would see the earlier run's pods and nodes."""
     calls: list[str] = []
 
-    def fake_run_one(workload: Any, size: str, which: str, *args: Any) -> dict[str, Any]:
+    def fake_run_one(
+        workload: Any, size: str, which: str, *args: Any, **kwargs: Any
+    ) -> dict[str, Any]:
         calls.append(which)
         return {
             "workload": workload.name,
@@ -235,3 +242,91 @@ def test_runs_after_a_failed_cleanup_are_not_run(
     assert "CLEANUP FAILED" in one_line(records[0])
     assert [r["failed"].startswith("not run:") for r in records[1:]] == [True, True, True]
     assert len(list(tmp_path.glob("*.json"))) == 4
+
+
+def _cpu_lists(pids: dict[str, int]) -> dict[str, dict[str, int]]:
+    return {name: thread_cpus(pid) for name, pid in pids.items()}
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="capacity mode needs 2 CPUs")
+def test_capacity_mode_pins_the_control_plane_and_the_scheduler_and_restores_them(
+    local_control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    live = {n: p.pid for n, p in local_control_plane.processes.items() if p.alive()}
+    environment = {**live, "bench harness": os.getpid()}
+    before = _cpu_lists(environment)
+
+    records = run_workloads(
+        ["SchedulingBasic"],
+        "small",
+        [KUBE_SCHEDULER, KUBE_PYSCHED],
+        control_plane=local_control_plane,
+        results_dir=tmp_path,
+        deadline=120,
+        capacity=True,
+    )
+
+    cp_cpu, sched_cpu = capacity_cpus()
+    for record in records:
+        figures = record["figures"]
+        assert record["mode"] == figures["mode"] == "capacity"
+        assert figures["bound_pods"] == figures["measured_pods"] > 0, record
+        assert figures["throughput_overall"] > 0 and figures["cpu_seconds"] >= 0
+        pinning = record["pinning"]
+        assert pinning["held"], pinning
+        assert pinning["control_plane_cpus"] == str(cp_cpu)
+        assert pinning["scheduler_cpus"] == str(sched_cpu)
+        # Every thread of every process, read from /proc/<pid>/task/<tid>/status in the run.
+        processes = pinning["processes"]
+        assert processes.keys() >= {"etcd", "kube-apiserver", "kwok", record["scheduler"]}
+        for name, state in processes.items():
+            wanted = str(sched_cpu) if name == record["scheduler"] else str(cp_cpu)
+            assert set(state["threads_by_cpus"]) == {wanted}, (name, state)
+        assert processes[record["scheduler"]]["threads_by_cpus"][str(sched_cpu)] > 1
+        # Nothing is left pinned: every process has the CPUs it had before.
+        assert {n: set(c) for n, c in _cpu_lists(environment).items()} == {
+            n: set(c) for n, c in before.items()
+        }
+
+
+def test_kwok_leaves_a_pod_with_the_disregard_label_as_the_scheduler_left_it(
+    core_v1: k8s.CoreV1Api, namespace: str, kwok_node: k8s.V1Node
+) -> None:
+    node = kwok_node.metadata.name
+
+    def pod(name: str, labels: dict[str, str]) -> dict[str, Any]:
+        manifest = WARMUP.manifest(name, nodeName=node)
+        manifest["metadata"]["labels"] = labels
+        return manifest
+
+    core_v1.create_namespaced_pod(
+        namespace, pod("left-alone", {DISREGARD_LABEL_KEY: DISREGARD_LABEL_VALUE})
+    )
+    core_v1.create_namespaced_pod(namespace, pod("played", {}))
+    wait_for_pod(core_v1, namespace, "played", is_running, what="Running")
+    alone = core_v1.read_namespaced_pod("left-alone", namespace)
+    assert alone.spec.node_name == node
+    assert alone.status.phase == "Pending" and not alone.status.pod_ip
+
+
+def test_a_paced_run_records_the_asked_and_achieved_creation_rates(
+    local_control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    records = run_workloads(
+        ["SchedulingBasic"],
+        "small",
+        [KUBE_SCHEDULER, KUBE_PYSCHED],
+        control_plane=local_control_plane,
+        results_dir=tmp_path,
+        deadline=120,
+        create_qps=100,
+    )
+    for record in records:
+        figures = record["figures"]
+        assert record["mode"] == figures["mode"] == "live" and record["create_qps"] == 100
+        assert figures["bound_pods"] == figures["measured_pods"] > 0, record
+        assert figures["create_qps_asked"] == 100 and figures["create_qps_achieved"] > 0
+        assert isinstance(figures["create_qps_reached"], bool)
+        assert 0 <= figures["create_lag_p50_ms"] <= figures["create_lag_max_ms"]
+        assert 0 < figures["latency_p50_ms"] <= figures["latency_p99_ms"]
+        assert "qps 100" in table(records)

@@ -11,6 +11,7 @@ A table goes to the terminal and one JSON per run to bench-results/ (see docs/be
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -18,6 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from e2e.bench.pinning import CapacityError, capacity_cpus
 from e2e.bench.report import REPO_ROOT, machine_facts, one_line, table, write_record
 from e2e.bench.runner import Run
 from e2e.bench.schedulers import KUBE_PYSCHED, SCHEDULERS, scheduler_config, unsupported_reason
@@ -39,6 +41,8 @@ def run_workloads(
     results_dir: Path = RESULTS_DIR,
     command: str = "",
     backlog: bool = False,
+    capacity: bool = False,
+    create_qps: float | None = None,
 ) -> list[dict[str, Any]]:
     """Runs every (workload, scheduler) pair in order; one record per pair, also as JSON."""
     workloads = load_workloads()
@@ -51,15 +55,28 @@ def run_workloads(
         for name in names:
             workload = workloads[name]
             for which in schedulers:
+                load_before = _load_average()
                 if leftover is None:
                     record = _run_one(
-                        workload, size_name, which, cp, results_dir, profile, deadline, backlog
+                        workload,
+                        size_name,
+                        which,
+                        cp,
+                        results_dir,
+                        profile,
+                        deadline,
+                        backlog,
+                        capacity=capacity,
+                        create_qps=create_qps,
                     )
                     leftover = record.get("cleanup_failed")
                 else:
                     # Its scheduler would see the earlier run's pods and nodes: not comparable.
                     record = _not_run(workload, size_name, which, leftover)
                 record["machine"] = machine
+                # Other users of the machine show here: the figures are only worth comparing
+                # when both stayed low (the invocation's start is also in machine).
+                record["load_average"] = {"before": load_before, "after": _load_average()}
                 record["command"] = command
                 record["json"] = str(write_record(record, results_dir))
                 records.append(record)
@@ -79,6 +96,9 @@ def _run_one(
     profile: bool,
     deadline: float,
     backlog: bool = False,
+    *,
+    capacity: bool = False,
+    create_qps: float | None = None,
 ) -> dict[str, Any]:
     size = workload.sizes[size_name]
     record: dict[str, Any] = {
@@ -103,8 +123,12 @@ def _run_one(
         deadline=deadline,
         profile=profile and which == KUBE_PYSCHED,
         backlog=backlog,
+        capacity=capacity,
+        create_qps=create_qps,
     )
-    record["mode"] = "backlog" if backlog else "live"
+    record["mode"] = run.mode
+    if create_qps is not None:
+        record["create_qps"] = create_qps
     try:
         record["figures"] = run.execute()
     except Exception as err:  # one broken run must not lose the runs after it
@@ -121,6 +145,8 @@ def _run_one(
         record["watch_errors"] = run.watch_errors
     if run.profile_path is not None:
         record["profile"] = str(run.profile_path)
+    if run.pinning is not None:
+        record["pinning"] = run.pinning
     return record
 
 
@@ -159,7 +185,29 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="create every measured pod before the scheduler starts and measure the drain rate",
     )
+    parser.add_argument(
+        "--capacity",
+        action="store_true",
+        help="backlog mode with the control plane and this harness pinned to one CPU, the "
+        "scheduler to another, and kwok leaving the pods alone: the scheduler's own drain rate",
+    )
+    parser.add_argument(
+        "--create-qps",
+        type=float,
+        metavar="N",
+        help="create the measured pods at a steady N per second (a monotonic-clock schedule) "
+        "instead of as fast as the API server takes them",
+    )
     args = parser.parse_args(argv)
+    if args.create_qps is not None and args.create_qps <= 0:
+        parser.error("--create-qps must be positive")
+    if args.create_qps is not None and (args.backlog or args.capacity):
+        parser.error("--create-qps paces live runs; it does not combine with --backlog/--capacity")
+    if args.capacity:
+        try:
+            capacity_cpus()
+        except CapacityError as err:
+            parser.error(str(err))
     names = names_all if args.workload == "all" else args.workload.split(",")
     unknown = [n for n in names if n not in workloads]
     if unknown:
@@ -178,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         deadline=args.deadline,
         results_dir=args.results,
         backlog=args.backlog,
+        capacity=args.capacity,
+        create_qps=args.create_qps,
         command="python -m e2e.bench " + " ".join(sys.argv[1:] if argv is None else argv),
     )
     print()
@@ -188,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"profile of {r['workload']}: {r['profile']}")
     failed = [r for r in records if "failed" in r]
     return 1 if failed else 0
+
+
+def _load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def _size_order(name: str) -> tuple[int, str]:

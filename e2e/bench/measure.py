@@ -67,6 +67,8 @@ class PodWatcher:
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-watch", daemon=True)
         self._resp: Any = None
+        self._expected: frozenset[str] = frozenset()
+        self._first_bound = threading.Event()
 
     def start(self) -> PodWatcher:
         """Returns once the watch is open, so no pod created afterwards can be missed."""
@@ -131,9 +133,19 @@ class PodWatcher:
                     resp.close()
                     resp.release_conn()
 
+    def first_bound(self, names: set[str]) -> threading.Event:
+        """An Event set as soon as the watch sees any of `names` bound (at once if it has)."""
+        with self._lock:
+            self._expected = frozenset(names)
+            if self._expected.intersection(self.times.bound):
+                self._first_bound.set()
+        return self._first_bound
+
     def _record(self, name: str, spec: dict[str, Any], now: float, deleted: bool) -> None:
         with self._lock:
             self.times.record(name, spec, now, deleted)
+            if name in self._expected and name in self.times.bound:
+                self._first_bound.set()
 
     def settled_count(self, names: set[str]) -> int:
         with self._lock:

@@ -95,6 +95,49 @@ def not_measured(record: dict[str, Any]) -> str:
     return str(record.get("skipped") or record.get("failed") or "no figures")
 
 
+def run_mode(record: dict[str, Any]) -> str:
+    """How the measured pods arrived: live (as fast as they can be created), `qps N` (live,
+    paced at N/s), backlog or capacity (all created before the scheduler started)."""
+    mode = str(record.get("mode", "live"))
+    if mode == "live" and record.get("create_qps") is not None:
+        return f"qps {record['create_qps']:g}"
+    return mode
+
+
+def mode_cell(record: dict[str, Any]) -> str:
+    """The table's mode column: run_mode, with the achieved rate of a paced run ("!" when it
+    fell short of the asked one)."""
+    f = record.get("figures", {})
+    if "create_qps_achieved" not in f:
+        return run_mode(record)
+    short = "" if f.get("create_qps_reached", True) else "!"
+    return f"{run_mode(record)}>{f['create_qps_achieved']:g}{short}"
+
+
+def notes(record: dict[str, Any]) -> list[str]:
+    """What a reader of the figures must know about the run: a paced creation that fell
+    behind its rate, and capacity mode's pinning (and whether it held)."""
+    f = record.get("figures", {})
+    out: list[str] = []
+    if "create_qps_asked" in f:
+        verdict = "reached" if f.get("create_qps_reached") else "NOT REACHED"
+        out.append(
+            f"creation {verdict}: asked {f['create_qps_asked']:g}/s, achieved "
+            f"{f['create_qps_achieved']:g}/s, creates started late by p50 "
+            f"{f['create_lag_p50_ms']} / p99 {f['create_lag_p99_ms']} / max "
+            f"{f['create_lag_max_ms']} ms"
+        )
+    pinning = record.get("pinning")
+    if pinning:
+        held = "held" if pinning.get("held") else "NOT HELD (see the record)"
+        out.append(
+            f"pinned: control plane and harness on CPU {pinning['control_plane_cpus']}, "
+            f"{record['scheduler']} on CPU {pinning['scheduler_cpus']}, {held}; kwok pods "
+            f"{str(pinning.get('kwok_pods', '')).split(' ', 1)[0]}"
+        )
+    return out
+
+
 def one_line(record: dict[str, Any]) -> str:
     """Progress line printed as each run ends."""
     head = f"{record['workload']:<26} {record['size']:>5} {record['scheduler']:<15}"
@@ -103,42 +146,65 @@ def one_line(record: dict[str, Any]) -> str:
     f = record["figures"]
     deleted = f.get("deleted_before_bound_pods", 0)
     return (
-        f"{head} {f['throughput_overall']:>7} pods/s  latency p99 {f['latency_p99_ms']} ms  "
-        f"cpu {f['cpu_seconds']} s  rss {f['peak_rss_mib']} MiB  "
+        f"{head} {run_mode(record):<9} {f['throughput_overall']:>7} pods/s  "
+        f"latency p99 {f['latency_p99_ms']} ms  "
+        f"cpu {f['cpu_seconds']} s ({f.get('cpu_ms_per_pod', '-')} ms/pod)  "
+        f"rss {f['peak_rss_mib']} MiB  "
         f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
         + (f"  deleted before bound {deleted}" if deleted else "")
         + (f"  CLEANUP FAILED: {record['cleanup_failed']}" if "cleanup_failed" in record else "")
+        + "".join(f"\n    {note}" for note in notes(record))
     )
+
+
+def _cell(figures: dict[str, Any], key: str) -> str:
+    return str(figures.get(key, "-"))
+
+
+def _group(
+    records: Sequence[dict[str, Any]],
+) -> dict[tuple[str, str, str], dict[str, dict[str, Any]]]:
+    """Records by (workload, size, mode), then by scheduler: rows that compare."""
+    groups: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+    for record in records:
+        key = (record["workload"], record["size"], run_mode(record))
+        groups.setdefault(key, {})[record["scheduler"]] = record
+    return groups
 
 
 def table(records: Sequence[dict[str, Any]]) -> str:
     """Both schedulers' figures per workload, and the kube-pysched / kube-scheduler ratio."""
     name_width = max([len("workload")] + [len(r["workload"]) for r in records]) + 1
-    header = f"{'workload':<{name_width}}{'scheduler':<15}" + "".join(
+    header = f"{'workload':<{name_width}}{'scheduler':<15}{'mode':<14}" + "".join(
         f"{title:>11}" for _, title in COLUMNS
     )
     lines = [header, "-" * len(header)]
-    by_workload: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-    for record in records:
-        key = (record["workload"], record["size"])
-        by_workload.setdefault(key, {})[record["scheduler"]] = record
-    for (workload, _size), runs in by_workload.items():
+    footnotes: list[str] = []
+    for (workload, _size, _mode), runs in _group(records).items():
         for which in SCHEDULERS:
             r = runs.get(which)
             if r is None:
                 continue  # that scheduler was not asked for
-            label = f"{workload:<{name_width}}{which:<15}"
+            label = f"{workload:<{name_width}}{which:<15}{mode_cell(r):<14}"
             if "figures" not in r:
                 lines.append(f"{label}{not_measured(r)}")
                 continue
-            lines.append(label + "".join(f"{r['figures'][k]:>11}" for k, _ in COLUMNS))
+            lines.append(label + "".join(f"{_cell(r['figures'], k):>11}" for k, _ in COLUMNS))
+            footnotes += [f"{workload} {which} {run_mode(r)}: {n}" for n in notes(r)]
         ks, py = runs.get(KUBE_SCHEDULER), runs.get(KUBE_PYSCHED)
         if ks and py and "figures" in ks and "figures" in py:
-            cells = [ratio(py["figures"][k], ks["figures"][k]) for k, _ in COLUMNS]
+            cells = [_ratio_cell(py["figures"], ks["figures"], k) for k, _ in COLUMNS]
             lines.append(
-                f"{'':<{name_width}}{'ratio py/ks':<15}" + "".join(f"{c:>11}" for c in cells)
+                f"{'':<{name_width}}{'ratio py/ks':<15}{'':<14}"
+                + "".join(f"{c:>11}" for c in cells)
             )
-    return "\n".join(lines)
+    return "\n".join(lines + (["", *footnotes] if footnotes else []))
+
+
+def _ratio_cell(pysched: dict[str, Any], kube_scheduler: dict[str, Any], key: str) -> str:
+    if key not in pysched or key not in kube_scheduler:
+        return "-"
+    return ratio(pysched[key], kube_scheduler[key])
 
 
 def ratio(pysched: float, kube_scheduler: float) -> str:
@@ -151,29 +217,28 @@ def markdown_table(records: Sequence[dict[str, Any]]) -> str:
     """The comparison as a Markdown table (for docs/benchmarks.md)."""
     titles = [title for _, title in COLUMNS]
     lines = [
-        "| workload | size | scheduler | " + " | ".join(titles) + " |",
-        "| --- | --- | --- | " + " | ".join("---:" for _ in COLUMNS) + " |",
+        "| workload | size | scheduler | mode | " + " | ".join(titles) + " |",
+        "| --- | --- | --- | --- | " + " | ".join("---:" for _ in COLUMNS) + " |",
     ]
-    by_workload: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-    for record in records:
-        key = (record["workload"], record["size"])
-        by_workload.setdefault(key, {})[record["scheduler"]] = record
-    for (workload, size), runs in by_workload.items():
+    footnotes: list[str] = []
+    for (workload, size, mode), runs in _group(records).items():
         for which in SCHEDULERS:
             r = runs.get(which)
             if r is None:
                 continue
+            head = f"| {workload} | {size} | {which} | {mode_cell(r)} |"
             if "figures" not in r:
                 blank = " | ".join("" for _ in COLUMNS[1:])
-                lines.append(f"| {workload} | {size} | {which} | {not_measured(r)} | {blank} |")
+                lines.append(f"{head} {not_measured(r)} | {blank} |")
                 continue
-            cells = " | ".join(str(r["figures"][k]) for k, _ in COLUMNS)
-            lines.append(f"| {workload} | {size} | {which} | {cells} |")
+            cells = " | ".join(_cell(r["figures"], k) for k, _ in COLUMNS)
+            lines.append(f"{head} {cells} |")
+            footnotes += [f"* {workload} {size} {which} {mode}: {n}" for n in notes(r)]
         ks, py = runs.get(KUBE_SCHEDULER), runs.get(KUBE_PYSCHED)
         if ks and py and "figures" in ks and "figures" in py:
-            cells = " | ".join(ratio(py["figures"][k], ks["figures"][k]) for k, _ in COLUMNS)
-            lines.append(f"| {workload} | {size} | *ratio py/ks* | {cells} |")
-    return "\n".join(lines)
+            cells = " | ".join(_ratio_cell(py["figures"], ks["figures"], k) for k, _ in COLUMNS)
+            lines.append(f"| {workload} | {size} | *ratio py/ks* | {mode} | {cells} |")
+    return "\n".join(lines + (["", *footnotes] if footnotes else []))
 
 
 CPU_USERS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager", "bench harness")
@@ -182,10 +247,10 @@ CPU_USERS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager", "bench
 def markdown_cpu_table(records: Sequence[dict[str, Any]]) -> str:
     """Who used the machine's CPUs while each run measured (runs that recorded it)."""
     lines = [
-        "| workload | size | scheduler | busy cores | scheduler s | "
+        "| workload | size | scheduler | mode | busy cores | scheduler s | "
         + " s | ".join(CPU_USERS)
         + " s | other s | window s |",
-        "| --- | --- | --- | " + " | ".join("---:" for _ in range(len(CPU_USERS) + 4)) + " |",
+        "| --- | --- | --- | --- | " + " | ".join("---:" for _ in range(len(CPU_USERS) + 4)) + " |",
     ]
     for r in records:
         figures = r.get("figures", {})
@@ -197,7 +262,8 @@ def markdown_cpu_table(records: Sequence[dict[str, Any]]) -> str:
         other = round(max(0.0, busy - sum(named)), 2)
         cells = [figures["machine_busy_cores"], *named, other, figures["window_seconds"]]
         row = " | ".join(str(c) for c in cells)
-        lines.append(f"| {r['workload']} | {r['size']} | {r['scheduler']} | {row} |")
+        head = f"| {r['workload']} | {r['size']} | {r['scheduler']} | {run_mode(r)} |"
+        lines.append(f"{head} {row} |")
     return "\n".join(lines) if len(lines) > 2 else ""
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 import uuid
@@ -30,6 +31,8 @@ from e2e.bench.measure import (
     process_usage,
     summarize,
 )
+from e2e.bench.pacing import Pacing, create_paced
+from e2e.bench.pinning import Pinned, capacity_cpus, format_cpus, thread_cpus
 from e2e.bench.rest import CreateError, RestClient
 from e2e.bench.schedulers import running_scheduler, scheduler_config
 from e2e.bench.workload import (
@@ -42,6 +45,7 @@ from e2e.bench.workload import (
     service_manifest,
 )
 from e2e.cluster import ControlPlane, NotReadyError, wait_for
+from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 
 CREATE_THREADS = 24
 CLEANUP_TIMEOUT = 600.0
@@ -115,9 +119,16 @@ class Run:
         deadline: float,
         profile: bool = False,
         backlog: bool = False,
+        capacity: bool = False,
+        create_qps: float | None = None,
     ) -> None:
         self.cp = cp
-        self.backlog = backlog
+        # Capacity mode is backlog mode with the control plane and the scheduler on a CPU each.
+        self.backlog = backlog or capacity
+        self.capacity = capacity
+        self.create_qps = create_qps
+        if create_qps is not None and self.backlog:
+            raise ValueError("a creation rate applies to live runs, not backlog or capacity")
         self.workload = workload
         self.size = size
         self.which = which
@@ -135,6 +146,8 @@ class Run:
         self.watch_errors: list[str] = []
         self.cleanup_error: str | None = None
         self.phases: dict[str, float] = {}
+        #: Capacity mode: the CPUs used and each process's threads' CPU lists during the run.
+        self.pinning: dict[str, Any] | None = None
         self._local = threading.local()
         self._clients: list[k8s.ApiClient] = []
         self._clients_lock = threading.Lock()
@@ -172,7 +185,20 @@ class Run:
             for client in self._clients:
                 client.close()
 
+    @property
+    def mode(self) -> str:
+        """live, backlog or capacity (what the record's `mode` says)."""
+        return "capacity" if self.capacity else "backlog" if self.backlog else "live"
+
     def _execute(self) -> dict[str, Any]:
+        if self.capacity:
+            capacity_cpus()  # fails at once, before any setup, on a one-CPU machine
+        if self.workload.owner and (self.backlog or self.create_qps is not None):
+            raise ValueError(
+                f"{self.workload.name}: {self.mode} mode or a creation rate needs the harness to "
+                f"create the measured pods; this workload has them created by a "
+                f"{self.workload.owner}"
+            )
         with self._phase("setup"):
             self._wait_default_service_account()
             self.create_nodes(range(self.size.nodes))
@@ -208,18 +234,29 @@ class Run:
     def _execute_backlog(self) -> dict[str, Any]:
         """Backlog mode: every measured pod exists before the scheduler starts, so the API
         server's create rate no longer paces the run; throughput is the drain rate from the
-        first binding to the last (latency is not meaningful here and is left out)."""
-        if self.workload.owner:
-            raise ValueError(
-                f"{self.workload.name}: backlog mode creates the measured pods itself; this "
-                f"workload has them created by a {self.workload.owner}"
-            )
+        first binding to the last (latency is not meaningful here and is left out). CPU is
+        counted over the same window, from the first measured binding seen: both schedulers
+        have listed everything by then (they schedule only after their caches synced), so
+        neither one's start-up is in the figure.
+
+        Capacity mode in addition runs the control plane (and this harness) on one CPU and the
+        scheduler, started pinned, on another, and kwok leaves the pods alone (see create_pod),
+        so the drain rate is what the scheduler sustains with a core to itself."""
         watcher = PodWatcher(self.api(), self.namespace).start()
         names = [f"pod-{i}" for i in range(self.size.measured_pods)]
+        wanted = set(names)
+        first_bound = watcher.first_bound(wanted)
         try:
             with self._phase("backlog"):
                 parallel(lambda name: self.create_pod(self.workload.measured.manifest(name)), names)
             with ExitStack() as stack:
+                sched_cpus: set[int] | None = None
+                pinned: Pinned | None = None
+                if self.capacity:
+                    cp_cpu, sched_cpu = capacity_cpus()
+                    sched_cpus = {sched_cpu}
+                    # Entered first, so left last: masks are restored after the scheduler stops.
+                    pinned = stack.enter_context(Pinned(self._environment_pids(), {cp_cpu}))
                 with self._phase("scheduler_start"):
                     sched = stack.enter_context(
                         running_scheduler(
@@ -229,14 +266,18 @@ class Run:
                             run_id=self.run_id,
                             workdir=self.workdir,
                             profile_stem=self._profile_stem() if self.profile else None,
+                            cpus=sched_cpus,
                         )
                     )
                 self.scheduler_log = sched.log_path
                 with self._phase("measure"):
                     pids = self._pids(sched.pid)
+                    first_bound.wait(self.deadline)
                     usage_before, cpu_before = process_usage(sched.pid), cpu_snapshot(pids)
-                    self._wait_bound(watcher, set(names))
+                    self._wait_bound(watcher, wanted)
                     usage_after, cpu_after = process_usage(sched.pid), cpu_snapshot(pids)
+                    if pinned is not None and sched_cpus is not None:
+                        self.pinning = self._pinning_state(pinned, sched.pid, sched_cpus)
                 stopping = time.monotonic()
             self.phases["scheduler_stop"] = round(time.monotonic() - stopping, 1)
             self.profile_path = sched.profile_path
@@ -252,7 +293,7 @@ class Run:
         cpu = usage_after.cpu_seconds - usage_before.cpu_seconds
         figures.update(
             {
-                "mode": "backlog",
+                "mode": self.mode,
                 "cpu_seconds": round(cpu, 2),
                 "cpu_ms_per_pod": round(1000 * cpu / len(bound), 2) if bound else 0.0,
                 "peak_rss_mib": round(usage_after.peak_rss_bytes / 2**20, 1),
@@ -262,6 +303,32 @@ class Run:
             }
         )
         return figures
+
+    def _environment_pids(self) -> dict[str, int]:
+        """Everything capacity mode keeps off the scheduler's CPU: the control plane's live
+        processes (etcd, kube-apiserver, kube-controller-manager, kwok, and a default
+        kube-scheduler if the control plane runs one) and this harness (its pod watch)."""
+        live = {name: p.pid for name, p in self.cp.processes.items() if p.alive()}
+        return {**live, "bench harness": os.getpid()}
+
+    def _pinning_state(self, pinned: Pinned, scheduler_pid: int, cpus: set[int]) -> dict[str, Any]:
+        """The CPUs asked for and what every thread of each process was allowed at the end of
+        the measurement (/proc/<pid>/task/<tid>/status), and whether all matched."""
+        processes = pinned.state()
+        own = thread_cpus(scheduler_pid)
+        processes[self.which] = {"pid": scheduler_pid, "threads_by_cpus": own}
+        control_plane, scheduler = format_cpus(pinned.cpus), format_cpus(cpus)
+        held = all(
+            set(p["threads_by_cpus"]) == {scheduler if name == self.which else control_plane}
+            for name, p in processes.items()
+        )
+        return {
+            "control_plane_cpus": control_plane,
+            "scheduler_cpus": scheduler,
+            "held": held,
+            "kwok_pods": f"disregarded (label {DISREGARD_LABEL_KEY}={DISREGARD_LABEL_VALUE})",
+            "processes": processes,
+        }
 
     def _pids(self, scheduler_pid: int) -> dict[str, int]:
         """The processes whose CPU the record breaks down: control plane, scheduler, harness."""
@@ -298,8 +365,16 @@ class Run:
             pids = self._pids(pid)
             usage_before, cpu_before = process_usage(pid), cpu_snapshot(pids)
             start = time.monotonic()
+            pacing: Pacing | None = None
             if self.workload.owner:
                 names = self._create_through_replica_set(watcher)
+            elif self.create_qps is not None:
+                pacing = create_paced(
+                    lambda i: self.create_pod(self.workload.measured.manifest(names[i])),
+                    len(names),
+                    self.create_qps,
+                    threads=CREATE_THREADS,
+                )
             else:
                 parallel(lambda name: self.create_pod(self.workload.measured.manifest(name)), names)
             created_seconds = time.monotonic() - start
@@ -323,6 +398,17 @@ class Run:
                 **cpu_breakdown(cpu_before, cpu_after),
             }
         )
+        figures["mode"] = self.mode
+        if pacing is not None:
+            figures.update(pacing.figures())
+            if not pacing.reached:
+                print(
+                    f"warning: {self.workload.name} with {self.which}: measured pods created at "
+                    f"{pacing.achieved:.1f}/s, asked {pacing.asked:g}/s (the harness or the API "
+                    f"server could not keep up; see create_lag_*_ms in the record)",
+                    file=sys.stderr,
+                    flush=True,
+                )
         return figures
 
     def _wait_bound(self, watcher: PodWatcher, wanted: set[str]) -> None:
@@ -367,6 +453,12 @@ class Run:
             claim = self.workload.volumes.manifests(self.namespace, name)[0]
             volumes = [{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}]
             manifest = {**manifest, "spec": {**manifest["spec"], "volumes": volumes}}
+        if self.capacity and name.startswith(("init-", "pod-")):
+            # kwok plays no stage for them: no Running status patch per bound pod, which the
+            # API server, kwok and both schedulers' informers would otherwise spend CPU on.
+            meta = manifest["metadata"]
+            labels = {**meta.get("labels", {}), DISREGARD_LABEL_KEY: DISREGARD_LABEL_VALUE}
+            manifest = {**manifest, "metadata": {**meta, "labels": labels}}
         self.rest.create(f"/api/v1/namespaces/{self.namespace}/pods", manifest)
 
     def create_volumes(self) -> None:

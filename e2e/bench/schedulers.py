@@ -75,13 +75,15 @@ def running_scheduler(
     run_id: str,
     workdir: Path,
     profile_stem: Path | None = None,
+    cpus: set[int] | None = None,
 ) -> Iterator[RunningScheduler]:
     """Starts `which` (ready to serve) and stops it on exit.
 
-    With `profile_stem`, kube-pysched is sampled by py-spy into files named after it.
+    With `profile_stem`, kube-pysched is sampled by py-spy into files named after it; with
+    `cpus`, the scheduler is started pinned to them (capacity mode).
     """
     if which == KUBE_SCHEDULER:
-        handle = cp.start_scheduler(config, name=f"bench-ks-{run_id}")
+        handle = cp.start_scheduler(config, name=f"bench-ks-{run_id}", cpus=cpus)
         try:
             yield RunningScheduler(handle.pid, handle.process.log_path)
         finally:
@@ -91,7 +93,9 @@ def running_scheduler(
         raise ValueError(f"unknown scheduler {which!r}")
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    sched = Pysched(cp.kubeconfig, config, workdir=logs, name=f"kube-pysched-{run_id}").start()
+    sched = Pysched(
+        cp.kubeconfig, config, workdir=logs, name=f"kube-pysched-{run_id}", cpus=cpus
+    ).start()
     assert sched.process is not None
     running = RunningScheduler(sched.process.pid, sched.log_path)
     spy = PySpy(sched.process.pid, profile_stem).start() if profile_stem else None

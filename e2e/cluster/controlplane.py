@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -229,12 +229,14 @@ class ControlPlane:
         name: str | None = None,
         timeout: float = 60.0,
         extra_args: Sequence[str] = (),
+        cpus: Iterable[int] | None = None,
     ) -> SchedulerHandle:
         """Run another kube-scheduler with a KubeSchedulerConfiguration (YAML text, file or dict).
 
         Missing ``clientConnection.kubeconfig`` is filled in with the scheduler identity and
         leader election defaults to off (it would otherwise contend for the same Lease as the
-        default scheduler). Returns once /healthz answers.
+        default scheduler). ``cpus`` starts it pinned to those CPUs. Returns once /healthz
+        answers.
         """
         pki = self._require_pki()
         name = name or f"kube-scheduler-{len(self._schedulers) + 1}"
@@ -248,7 +250,9 @@ class ControlPlane:
         config_path = self._config_dir / f"{name}.yaml"
         config_path.write_text(yaml.safe_dump(doc, sort_keys=False))
         port = self._reservation.take()
-        proc = self._spawn(name, self._scheduler_argv(config_path, port, pki, extra_args))
+        proc = self._spawn(
+            name, self._scheduler_argv(config_path, port, pki, extra_args), cpus=cpus
+        )
         handle = SchedulerHandle(proc, port, config_path)
         self._schedulers[name] = handle
         try:
@@ -417,7 +421,11 @@ class ControlPlane:
         self.startup_seconds = time.monotonic() - t0
 
     def _spawn(
-        self, name: str, argv: Sequence[str], env: Mapping[str, str] | None = None
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cpus: Iterable[int] | None = None,
     ) -> ManagedProcess:
         proc = ManagedProcess(
             name,
@@ -426,6 +434,7 @@ class ControlPlane:
             env=env if env is not None else _component_env(),
             cwd=self.workdir,
             detached=self.detached,
+            cpus=cpus,
         )
         if name in _ORDER:
             self._procs[name] = proc

@@ -24,6 +24,15 @@ NODE_LEASE_DURATION_SECONDS = 40
 
 STAGES_FILE = Path(__file__).with_name("kwok-stages.yaml")
 
+#: kwok leaves pods carrying this label alone (KwokConfiguration
+#: disregardStatusWithLabelSelector): no stage is played for them, so a bound pod stays exactly
+#: as the scheduler left it (Pending, spec.nodeName set, no status patch, no pod IP). The
+#: bench's capacity mode labels its pods so: only the binding counts there. (kwok marks the
+#: option deprecated in favour of Stage selectors, but it is checked before any stage is
+#: matched, so it is the cheapest way to make kwok skip a pod.)
+DISREGARD_LABEL_KEY = "kwok.e2e.kube-pysched/status"
+DISREGARD_LABEL_VALUE = "disregard"
+
 
 def stage_names() -> list[str]:
     """Names of the shipped stages (used by tests and docs)."""
@@ -70,6 +79,7 @@ def write_config(path: Path, *, prompt_pod_deletion: bool = False) -> Path:
         "options": {
             "manageAllNodes": False,
             "manageNodesWithAnnotationSelector": NODE_SELECTOR,
+            "disregardStatusWithLabelSelector": f"{DISREGARD_LABEL_KEY}={DISREGARD_LABEL_VALUE}",
             "cidr": POD_CIDR,
             "nodeLeaseDurationSeconds": NODE_LEASE_DURATION_SECONDS,
             "nodeLeaseParallelism": 4,

@@ -57,9 +57,14 @@ class ManagedProcess:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         detached: bool = False,
+        cpus: Iterable[int] | None = None,
     ) -> None:
         self.name = name
-        self.argv = [str(a) for a in argv]
+        # Started pinned (e.g. the scheduler under test in the bench's capacity mode): taskset
+        # sets the mask and execs the program, so the pid is the program's and every thread
+        # it ever starts inherits the mask.
+        pin = ["taskset", "--cpu-list", ",".join(str(c) for c in sorted(cpus))] if cpus else []
+        self.argv = pin + [str(a) for a in argv]
         self.log_path = log_path
         self._env = dict(env) if env is not None else None
         self._cwd = cwd

@@ -1,0 +1,122 @@
+"""CPU pinning for capacity mode: the control plane on one CPU, the scheduler on another.
+
+`sched_setaffinity` on a pid changes only that one thread, so a running process is pinned by
+setting every thread listed in /proc/<pid>/task (threads it starts later inherit the mask of the
+thread that starts them). The scheduler under test is started pinned instead (`taskset`, see
+e2e.cluster.processes), so none of its threads ever runs elsewhere. `Pinned` restores every
+process's previous mask when it ends.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from contextlib import suppress
+from types import TracebackType
+from typing import Any
+
+
+class CapacityError(RuntimeError):
+    """Capacity mode needs two CPUs: one for the control plane, one for the scheduler."""
+
+
+def capacity_cpus(available: Iterable[int] | None = None) -> tuple[int, int]:
+    """(control plane CPU, scheduler CPU): the first two CPUs this process may run on."""
+    cpus = sorted(os.sched_getaffinity(0) if available is None else available)
+    if len(cpus) < 2:
+        raise CapacityError(
+            f"capacity mode pins the control plane and the scheduler to one CPU each and needs "
+            f"2 CPUs; this process may use {len(cpus)} ({format_cpus(cpus) or 'none'})"
+        )
+    return cpus[0], cpus[1]
+
+
+def format_cpus(cpus: Iterable[int]) -> str:
+    """A CPU set in the kernel's list format, e.g. "0-2,5"."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def thread_ids(pid: int) -> list[int]:
+    return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+
+
+def set_process_affinity(pid: int, cpus: set[int]) -> int:
+    """Sets every thread of `pid` to `cpus` (again until no new thread shows up); returns how
+    many threads were set. Threads that end meanwhile are skipped."""
+    done: set[int] = set()
+    for _ in range(10):
+        new = [t for t in thread_ids(pid) if t not in done]
+        if not new:
+            break
+        for tid in new:
+            with suppress(ProcessLookupError):
+                os.sched_setaffinity(tid, cpus)
+            done.add(tid)
+    return len(done)
+
+
+def thread_cpus(pid: int) -> dict[str, int]:
+    """Cpus_allowed_list of each thread of `pid` (/proc/<pid>/task/<tid>/status), counted."""
+    counts: Counter[str] = Counter()
+    for tid in thread_ids(pid):
+        with (
+            suppress(FileNotFoundError, ProcessLookupError),
+            open(f"/proc/{pid}/task/{tid}/status") as f,
+        ):
+            for line in f:
+                if line.startswith("Cpus_allowed_list:"):
+                    counts[line.split(":", 1)[1].strip()] += 1
+    return dict(counts)
+
+
+class Pinned:
+    """Pins named processes to `cpus` on entry and restores each one's mask on exit."""
+
+    def __init__(self, pids: Mapping[str, int], cpus: set[int]) -> None:
+        self.pids = dict(pids)
+        self.cpus = set(cpus)
+        self._before: dict[str, set[int]] = {}
+
+    def __enter__(self) -> Pinned:
+        try:
+            for name, pid in self.pids.items():
+                before = os.sched_getaffinity(pid)
+                set_process_affinity(pid, self.cpus)
+                self._before[name] = before
+        except BaseException:
+            self.restore()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.restore()
+
+    def restore(self) -> None:
+        """Every pinned process back to the mask it had (processes gone meanwhile skipped)."""
+        for name, before in self._before.items():
+            with suppress(FileNotFoundError, ProcessLookupError):
+                set_process_affinity(self.pids[name], before)
+        self._before.clear()
+
+    def state(self) -> dict[str, Any]:
+        """Per process, its pid and how many threads have which Cpus_allowed_list now."""
+        state: dict[str, Any] = {}
+        for name, pid in self.pids.items():
+            with suppress(FileNotFoundError, ProcessLookupError):
+                state[name] = {"pid": pid, "threads_by_cpus": thread_cpus(pid)}
+        return state

@@ -1,0 +1,149 @@
+"""The benchmark's fixed-rate creation schedule and capacity-mode CPU choice (e2e/bench)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from e2e.bench.pacing import Pacing, achieved_rate, create_paced, creation_offsets
+from e2e.bench.pinning import CapacityError, capacity_cpus, format_cpus, thread_cpus
+from e2e.bench.report import mode_cell, notes, run_mode
+
+
+def test_pods_are_due_at_i_over_the_rate() -> None:
+    assert creation_offsets(50, 4) == [0.0, 0.02, 0.04, 0.06]
+    assert creation_offsets(0.5, 3) == [0.0, 2.0, 4.0]
+    assert creation_offsets(100, 0) == []
+    offsets = creation_offsets(50, 1000)
+    assert offsets[-1] == pytest.approx(19.98)  # 1000 pods at 50/s span 19.98 s
+    with pytest.raises(ValueError, match="positive"):
+        creation_offsets(0, 10)
+
+
+def test_the_achieved_rate_is_creations_over_the_span_of_their_completions() -> None:
+    assert achieved_rate([0.0, 0.02, 0.04, 0.06]) == pytest.approx(50)
+    assert achieved_rate([0.5, 0.1, 0.3]) == pytest.approx(5)  # order does not matter
+    assert achieved_rate([1.0]) == 0.0 and achieved_rate([]) == 0.0
+
+
+class FakeClock:
+    """A clock that advances only when the harness waits or a create takes time."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def wait(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_creates_start_on_schedule_when_each_create_is_quick() -> None:
+    clock = FakeClock()
+    created: list[tuple[int, float]] = []
+
+    def create(i: int) -> None:
+        created.append((i, clock.now))
+        clock.now += 0.001
+
+    pacing = create_paced(create, 5, 10, threads=1, clock=clock, wait=clock.wait)
+    assert [i for i, _ in created] == [0, 1, 2, 3, 4]
+    assert [round(at - 100.0, 6) for _, at in created] == [0.0, 0.1, 0.2, 0.3, 0.4]
+    assert pacing.reached and pacing.achieved == pytest.approx(10)
+    figures = pacing.figures()
+    assert figures["create_qps_asked"] == 10 and figures["create_qps_achieved"] == 10.0
+    assert figures["create_qps_reached"] is True and figures["create_lag_max_ms"] == 0.0
+
+
+def test_a_harness_that_cannot_keep_up_is_recorded_as_such() -> None:
+    clock = FakeClock()
+
+    def slow(i: int) -> None:
+        clock.now += 0.5  # each create takes 5 slots at 10/s, with one worker
+
+    pacing = create_paced(slow, 4, 10, threads=1, clock=clock, wait=clock.wait)
+    assert not pacing.reached
+    assert pacing.achieved == pytest.approx(2)
+    assert [round(lag, 6) for lag in pacing.lags()] == [0.0, 0.4, 0.8, 1.2]
+    figures = pacing.figures()
+    assert figures["create_qps_reached"] is False and figures["create_lag_max_ms"] == 1200.0
+
+
+def test_a_failed_create_is_raised_and_stops_the_rest() -> None:
+    clock = FakeClock()
+    seen: list[int] = []
+
+    def create(i: int) -> None:
+        seen.append(i)
+        if i == 1:
+            raise RuntimeError("409")
+
+    with pytest.raises(RuntimeError, match="409"):
+        create_paced(create, 5, 100, threads=1, clock=clock, wait=clock.wait)
+    assert seen == [0, 1]
+
+
+def test_real_threads_start_no_create_before_its_time() -> None:
+    pacing = create_paced(lambda i: None, 20, 2000, threads=4)
+    pairs = zip(pacing.started, pacing.due, strict=True)
+    assert len(pacing.done) == 20 and all(s >= d for s, d in pairs)
+
+
+def test_a_single_pod_has_no_rate_to_miss() -> None:
+    assert Pacing(50, [0.0], [0.0], [0.01]).reached
+
+
+def test_capacity_mode_needs_two_cpus() -> None:
+    assert capacity_cpus([0, 1]) == (0, 1)
+    assert capacity_cpus([5, 3, 4]) == (3, 4)
+    with pytest.raises(CapacityError, match="needs 2 CPUs; this process may use 1 \\(0\\)"):
+        capacity_cpus([0])
+
+
+def test_cpu_lists_are_written_as_the_kernel_does() -> None:
+    assert format_cpus([0]) == "0"
+    assert format_cpus([3, 0, 1, 2, 5]) == "0-3,5"
+
+
+def test_thread_cpus_reads_every_thread_of_a_process() -> None:
+    counts = thread_cpus(os.getpid())
+    assert sum(counts.values()) == len(os.listdir(f"/proc/{os.getpid()}/task"))
+
+
+def test_the_report_names_the_mode_and_flags_a_rate_not_reached() -> None:
+    paced = {
+        "workload": "W",
+        "size": "1000",
+        "scheduler": "kube-pysched",
+        "mode": "live",
+        "create_qps": 50.0,
+        "figures": {
+            "create_qps_asked": 50.0,
+            "create_qps_achieved": 38.2,
+            "create_qps_reached": False,
+            "create_lag_p50_ms": 1.0,
+            "create_lag_p99_ms": 900.0,
+            "create_lag_max_ms": 1200.0,
+        },
+    }
+    assert run_mode(paced) == "qps 50" and mode_cell(paced) == "qps 50>38.2!"
+    assert notes(paced)[0].startswith("creation NOT REACHED: asked 50/s, achieved 38.2/s")
+    capacity = {
+        "scheduler": "kube-scheduler",
+        "mode": "capacity",
+        "figures": {},
+        "pinning": {
+            "control_plane_cpus": "0",
+            "scheduler_cpus": "1",
+            "held": True,
+            "kwok_pods": "disregarded (label x=y)",
+        },
+    }
+    assert run_mode(capacity) == "capacity"
+    assert notes(capacity) == [
+        "pinned: control plane and harness on CPU 0, kube-scheduler on CPU 1, held; "
+        "kwok pods disregarded"
+    ]
+    assert run_mode({"workload": "W"}) == "live"  # records from before the modes
