@@ -424,6 +424,29 @@ events_dropped = Counter(
     "Events not sent because the event recorder's buffer was full.",
     registry=REGISTRY,
 )
+# The group cycle (docs/gang.md); upstream has no metrics for Coscheduling.
+gang_attempts = Counter(
+    "kube_pysched_gang_attempts_total",
+    "Group cycles (all pending members of a pod group scheduled in one step), by the result: "
+    "'scheduled' when the group reached minMember, 'unschedulable' when it did not and every "
+    "placement was reverted, 'error' when a member's attempt failed with an error.",
+    ["result"],
+    registry=REGISTRY,
+)
+gang_attempt_duration = Histogram(
+    "kube_pysched_gang_attempt_duration_seconds",
+    "Group cycle latency in seconds: every member's algorithm, assume and Reserve, then Permit "
+    "and the start of binding, or the reverts and failure handling.",
+    ["result"],
+    buckets=exponential_buckets(0.001, 2, 15),
+    registry=REGISTRY,
+)
+gang_members_per_attempt = Histogram(
+    "kube_pysched_gang_members_per_attempt",
+    "Pending members a group cycle attempted to place.",
+    buckets=exponential_buckets(1, 2, 11),
+    registry=REGISTRY,
+)
 leader_election_master_status = Gauge(
     "leader_election_master_status",
     "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 indicates "

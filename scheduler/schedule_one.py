@@ -35,6 +35,7 @@ from scheduler.backend.cache import Cache, CacheError, Snapshot
 from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import EVENT_ASSIGNED_POD_DELETE
+from scheduler.framework.gang import PodGroupInfo
 from scheduler.framework.interface import ApiActions, EventRecorder
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
@@ -76,12 +77,31 @@ class CycleServices:
     binding_pool: Executor
 
 
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a pod was not placed in a scheduling cycle, for handle_scheduling_failure."""
+
+    status: Status
+    fit: FitError | None = None
+    nominating: NominatingInfo | None = CLEAR_NOMINATED_NODE
+    update_nomination: bool = True
+
+    def message(self) -> str:
+        return self.fit.message() if self.fit is not None else self.status.message()
+
+
+#: The group cycle (schedule_group.GroupCycle), which the Scheduler plugs in: a popped pod that
+#: is a member of a pod group is scheduled with its pending siblings, all or none.
+GroupCycleFn = Callable[[Framework, PodGroupInfo, QueuedPodInfo], None]
+
+
 class ScheduleOne:
     """Schedules one popped pod: scheduling cycle here, binding cycle on a binding worker."""
 
     def __init__(self, services: CycleServices, profiles: Mapping[str, Framework]) -> None:
         self.s = services
         self.profiles = profiles
+        self.group_cycle: GroupCycleFn | None = None
         self._binding_running = metrics.goroutines.labels(BINDING)
         self._rng = random.Random()
 
@@ -92,14 +112,18 @@ class ScheduleOne:
             log.error("profile not found for scheduler name", pod=pod.key, name=pod.scheduler_name)
             self.s.queue.done(pod.uid)
             return
-        if self._skip_pod_schedule(pod):
+        if self.skip_pod_schedule(pod):
             self.s.queue.done(pod.uid)
             return
+        if fwk.pod_group_plugins and self.group_cycle is not None:
+            group = fwk.pod_group(pod)
+            if group is not None:
+                self.group_cycle(fwk, group, pinfo)
+                return
         if debug_enabled():
             log.debug("attempting to schedule pod", pod=pod.key)
         start = time.perf_counter()
-        state = CycleState()
-        state.record_plugin_metrics = self._rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+        state = self.new_cycle_state()
         try:
             self._scheduling_cycle(fwk, state, pinfo, start)
         except Exception as err:  # never let one pod kill the loop
@@ -108,7 +132,12 @@ class ScheduleOne:
                 fwk, pinfo, Status.as_error(err), None, CLEAR_NOMINATED_NODE, start
             )
 
-    def _skip_pod_schedule(self, pod: Pod) -> bool:
+    def new_cycle_state(self) -> CycleState:
+        state = CycleState()
+        state.record_plugin_metrics = self._rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+        return state
+
+    def skip_pod_schedule(self, pod: Pod) -> bool:
         if pod.deletion_timestamp is not None:
             self.s.recorder.eventf(
                 pod,
@@ -126,19 +155,39 @@ class ScheduleOne:
     def _scheduling_cycle(
         self, fwk: Framework, state: CycleState, pinfo: QueuedPodInfo, start: float
     ) -> None:
+        result = self.find_node(fwk, state, pinfo, start, self.s.queue.scheduling_cycle)
+        if isinstance(result, Failure):
+            self.fail(fwk, pinfo, result, start)
+            return
+        assumed = self.assume_and_reserve(fwk, state, pinfo, result)
+        if isinstance(assumed, Failure):
+            self.fail(fwk, pinfo, assumed, start)
+            return
+        self.permit_and_bind(fwk, state, pinfo, assumed, result, start)
+
+    def find_node(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pinfo: QueuedPodInfo,
+        start: float,
+        cycle: int,
+        *,
+        post_filter: bool = True,
+    ) -> ScheduleResult | Failure:
+        """The algorithm on a fresh snapshot: the chosen node, or why there is none (after
+        PostFilter, i.e. preemption, unless `post_filter` is off)."""
         self.s.cache.update_snapshot(self.s.snapshot)
         pod = pinfo.pod
         try:
-            result = self.s.algorithm.schedule_pod(fwk, state, pinfo, self.s.queue.scheduling_cycle)
+            result = self.s.algorithm.schedule_pod(fwk, state, pinfo, cycle)
         except NoNodesAvailableError as err:
-            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
             _observe_algorithm(start)
-            self.handle_scheduling_failure(fwk, pinfo, status, None, CLEAR_NOMINATED_NODE, start)
-            return
+            return Failure(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err)))
         except FitError as fit:
             nominating: NominatingInfo | None = CLEAR_NOMINATED_NODE
             update_nomination = True
-            if fwk.has_post_filter_plugins():
+            if post_filter and fwk.has_post_filter_plugins():
                 pf_result, pf_status = fwk.run_post_filter_plugins(
                     state, pod, fit.diagnosis.node_to_status
                 )
@@ -148,51 +197,45 @@ class ScheduleOne:
                 nominating = pf_result.nominating_info if pf_result else None
                 update_nomination = not (pf_result and pf_result.plugin_owns_nomination)
             _observe_algorithm(start)
-            self.handle_scheduling_failure(
-                fwk,
-                pinfo,
-                Status(Code.UNSCHEDULABLE),
-                fit,
-                nominating,
-                start,
-                update_nomination=update_nomination,
-            )
-            return
+            return Failure(Status(Code.UNSCHEDULABLE), fit, nominating, update_nomination)
         except SchedulingError as err:
             _observe_algorithm(start)
             log.error("error selecting node for pod", pod=pod.key, error=str(err))
-            self.handle_scheduling_failure(
-                fwk, pinfo, err.status, None, CLEAR_NOMINATED_NODE, start
-            )
-            return
+            return Failure(err.status)
         _observe_algorithm(start)
-        self._assume_reserve_permit(fwk, state, pinfo, result, start)
+        return result
 
-    def _assume_reserve_permit(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pinfo: QueuedPodInfo,
-        result: ScheduleResult,
-        start: float,
-    ) -> None:
+    def assume_and_reserve(
+        self, fwk: Framework, state: CycleState, pinfo: QueuedPodInfo, result: ScheduleResult
+    ) -> QueuedPodInfo | Failure:
+        """Assumes the pod on the chosen node and runs Reserve: the assumed pod's queue entry,
+        or the failure (a Reserve rejection is undone here: unreserved and forgotten)."""
         host = result.suggested_host
         assumed_pod = replace_pod(pinfo.pod, node_name=host)
-        assumed = replace(pinfo, pod=assumed_pod)
         try:
             self.s.cache.assume_pod(assumed_pod)
         except CacheError as err:
-            self.handle_scheduling_failure(
-                fwk, pinfo, Status.as_error(err), None, CLEAR_NOMINATED_NODE, start
-            )
-            return
+            return Failure(Status.as_error(err))
         self.s.queue.delete_nominated_pod_if_exists(assumed_pod)
 
         status = fwk.run_reserve_plugins_reserve(state, assumed_pod, host)
         if status is not None:
-            self._reject_on_node(fwk, state, pinfo, assumed_pod, status, start)
-            return
+            self.unreserve_and_forget(fwk, state, assumed_pod, host)
+            return Failure(status, _fit_on_one_node(pinfo.pod, host, status))
+        return replace(pinfo, pod=assumed_pod)
 
+    def permit_and_bind(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pinfo: QueuedPodInfo,
+        assumed: QueuedPodInfo,
+        result: ScheduleResult,
+        start: float,
+    ) -> None:
+        """Permit for an assumed, reserved pod, then its binding cycle on a worker."""
+        assumed_pod = assumed.pod
+        host = result.suggested_host
         waits, status = fwk.run_permit_plugins(state, assumed_pod, host)
         if status is not None and status.code == Code.WAIT:
             fwk.add_waiting_pod(assumed_pod, waits)
@@ -220,6 +263,17 @@ class ScheduleOne:
         else:
             self.s.binding_pool.submit(self._binding_cycle, *args)
 
+    def fail(self, fwk: Framework, pinfo: QueuedPodInfo, failure: Failure, start: float) -> None:
+        self.handle_scheduling_failure(
+            fwk,
+            pinfo,
+            failure.status,
+            failure.fit,
+            failure.nominating,
+            start,
+            update_nomination=failure.update_nomination,
+        )
+
     def _reject_on_node(
         self,
         fwk: Framework,
@@ -232,11 +286,11 @@ class ScheduleOne:
         """Reserve or Permit failed on the chosen node: undo the assumption and fail the pod
         as if that node alone had been filtered."""
         host = assumed_pod.node_name
-        self._unreserve_and_forget(fwk, state, assumed_pod, host)
+        self.unreserve_and_forget(fwk, state, assumed_pod, host)
         fit = _fit_on_one_node(pinfo.pod, host, status)
         self.handle_scheduling_failure(fwk, pinfo, status, fit, CLEAR_NOMINATED_NODE, start)
 
-    def _unreserve_and_forget(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> None:
+    def unreserve_and_forget(self, fwk: Framework, state: CycleState, pod: Pod, host: str) -> None:
         fwk.run_reserve_plugins_unreserve(state, pod, host)
         try:
             self.s.cache.forget_pod(pod)
@@ -377,9 +431,11 @@ class ScheduleOne:
         start: float,
         *,
         update_nomination: bool = True,
+        message: str | None = None,
     ) -> None:
         """Requeues the pod with its rejectors, records the event and the PodScheduled condition,
-        and applies `nominating` unless a plugin owns the nomination (asynchronous preemption)."""
+        and applies `nominating` unless a plugin owns the nomination (asynchronous preemption).
+        `message` replaces the one `fit` / `status` give (a failed group's)."""
         rejected = status.is_rejected()
         reason = "Unschedulable" if rejected else "SchedulerError"
         result_label = metrics.UNSCHEDULABLE if rejected else metrics.ERROR
@@ -389,7 +445,8 @@ class ScheduleOne:
 
         pinfo = replace(pinfo, unschedulable_plugins=set(), pending_plugins=set())
         pod = pinfo.pod
-        message = fit.message() if fit is not None else status.message()
+        if message is None:
+            message = fit.message() if fit is not None else status.message()
         if fit is not None:
             pinfo.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
             pinfo.pending_plugins = set(fit.diagnosis.pending_plugins)

@@ -20,6 +20,7 @@ from scheduler.backend.cache import Cache, Snapshot
 from scheduler.clock import Clock
 from scheduler.framework.interface import ApiActions, EventRecorder
 from scheduler.framework.runtime import Framework
+from scheduler.schedule_group import GroupCycle
 from scheduler.schedule_one import CycleServices, PodLookup, ScheduleOne
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ class Scheduler:
             ),
             profiles,
         )
+        self.schedule_one_pod.group_cycle = GroupCycle(self.schedule_one_pod)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

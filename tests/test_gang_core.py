@@ -1,7 +1,7 @@
-"""Coscheduling in the in-process scheduler (real queue, cache, framework and loop), before the
-group cycle: a group that fits is bound whole; one that does not is given up by PostFilter or
-the Permit timeout, so nothing stays assumed; PreEnqueue holds open on member and PodGroup
-events."""
+"""Coscheduling in the in-process scheduler (real queue, cache, framework and loop), with the
+group cycle (tests/test_group_cycle.py has its own tests): a group that fits is bound whole in
+one loop step; one that does not places nothing, so nothing stays assumed and nothing waits at
+Permit; PreEnqueue holds open on member and PodGroup events."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from scheduler.framework.events import EventResource
 from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
 from scheduler.plugins import coscheduling
 from scheduler.testing import make_node
-from tests.core_harness import PROFILE, Harness, poll, registry
+from tests.core_harness import PROFILE, Harness, registry
 from tests.plugins.coscheduling.objects import member, pod_group
 
 
@@ -57,57 +57,47 @@ def test_a_group_that_fits_is_bound_whole(h: Harness) -> None:
     h.add_node(make_node("a", cpu="2"))
     h.add_node(make_node("b", cpu="2"))
     add_group(h, 4, 4)
-    for _ in range(4):
-        h.schedule_next()
+    h.schedule_next()  # one loop step: the group cycle takes the three held siblings too
+    assert h.queue.active_len() == 0
     h.api.wait_for(lambda: len(h.api.binds) == 4)
     assert sorted(h.api.binds.values()) == ["a", "a", "b", "b"]
 
 
-def test_a_group_where_only_three_of_four_fit_today(h: Harness) -> None:
-    """Without the group cycle: m0..m2 are held at PreEnqueue (fewer than minMember pods
-    when added), m3 completes the count, is assumed and waits at Permit, which activates
-    its siblings; two more are assumed and wait, the last fits nowhere. PostFilter (gap 1/4
-    > 10%) rejects the three waiting members, whose binding cycles unreserve and forget them.
-    Nothing is bound and nothing stays assumed; all four are unschedulable, the group is
-    marked failed (it sorts behind newer groups), and it is retried on the next cluster
-    event."""
+def test_a_group_where_only_three_of_four_fit(h: Harness) -> None:
+    """m0..m2 are held at PreEnqueue (fewer than minMember pods when added), m3 completes the
+    count and is popped; the group cycle runs PreEnqueue again for the held siblings, takes
+    them, places three and finds no node for the fourth: below minMember, the three are
+    unreserved and forgotten before the loop step returns. Nothing is bound, assumed or
+    waiting; all four are unschedulable with the group's message (no PostFilter runs), and
+    the group is marked failed (it sorts behind newer groups)."""
     h.add_node(make_node("a", cpu="2"))
     h.add_node(make_node("b", cpu="1"))
     pods = add_group(h, 4, 4)
-    for _ in range(4):
-        h.schedule_next()
+    h.schedule_next()
+    assert h.cache.pod_count() == 0
+    assert h.fwk.waiting_pods.all() == []
+    assert {h.queue.where(p.uid) for p in pods} == {"unschedulable"}
     h.api.wait_for(lambda: len(h.api.status_patches) == 4)
-    poll(lambda: h.cache.pod_count() == 0, "the waiting members to be forgotten")
     assert h.api.binds == {}
-    messages = sorted(e[2] for e in h.recorder.events)
-    assert messages[:3] == ["0/1 nodes are available: 1 optimistic rejection in PostFilter."] * 3
-    assert messages[3] == (
-        "0/2 nodes are available: 2 Insufficient cpu. PodGroup default/g gets rejected due to "
-        "Pod m2 is unschedulable even after PostFilter"
-    )
-    # The requeue follows the status patch on the binding threads.
-    poll(lambda: {h.queue.where(p.uid) for p in pods} == {"unschedulable"}, "the requeues")
+    messages = {e[2] for e in h.recorder.events}
+    assert messages == {
+        "PodGroup default/g: 3 of 4 members placed (0 already bound), 1 member could not be "
+        "placed: 0/2 nodes are available: 2 Insufficient cpu."
+    }
 
 
-def test_waiting_members_are_released_when_the_permit_wait_times_out() -> None:
-    """podGroupRejectPercentage 100 keeps PostFilter from giving up: the placed members hold
-    their nodes until scheduleTimeout (60 s by default) passes on the scheduler's clock."""
+def test_nothing_waits_at_permit_for_a_group_below_quorum() -> None:
+    """podGroupRejectPercentage 100 used to let placed members hold their nodes until the
+    Permit timeout; the group cycle sends members to Permit only once the quorum is there."""
     h = harness({"podGroupRejectPercentage": 100})
     try:
         h.add_node(make_node("a", cpu="3"))
         add_group(h, 4, 4)
-        for _ in range(4):
-            h.schedule_next()
-        h.api.wait_for(lambda: len(h.api.status_patches) == 1)  # m3: Insufficient cpu
-        assert h.cache.assumed_pod_count() == 3
-        h.clock.step(59)
-        assert h.cache.assumed_pod_count() == 3
-        h.clock.step(1)
+        h.schedule_next()
+        assert h.cache.assumed_pod_count() == 0
+        assert h.fwk.waiting_pods.all() == []
         h.api.wait_for(lambda: len(h.api.status_patches) == 4)
-        poll(lambda: h.cache.pod_count() == 0, "the timed-out members to be forgotten")
         assert h.api.binds == {}
-        texts = " ".join(e[2] for e in h.recorder.events)
-        assert "rejected due to timeout after waiting 60.0s at plugin Coscheduling" in texts
     finally:
         h.close()
 

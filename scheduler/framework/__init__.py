@@ -23,6 +23,7 @@ from scheduler.framework.events import (
     QueueingHint,
     QueueingHintFn,
 )
+from scheduler.framework.gang import PodGroupInfo
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -38,6 +39,7 @@ from scheduler.framework.interface import (
     PermitPlugin,
     Plugin,
     PluginFactory,
+    PodGroupPlugin,
     PodNominator,
     PostBindPlugin,
     PostFilterPlugin,
@@ -102,6 +104,8 @@ __all__ = [
     "Plugin",
     "PluginFactory",
     "PluginSpec",
+    "PodGroupInfo",
+    "PodGroupPlugin",
     "PodNominator",
     "PostBindPlugin",
     "PostFilterPlugin",

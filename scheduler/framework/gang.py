@@ -56,6 +56,21 @@ class GangMembers:
 NO_MEMBERS = GangMembers()
 
 
+@dataclass(frozen=True, slots=True)
+class PodGroupInfo:
+    """What the scheduling loop knows of a pod's group (PodGroupPlugin.pod_group): enough to
+    run the group cycle without importing the plugin that defines groups."""
+
+    #: The group's key (Handle.gangs().members / Handle.gang_members take it).
+    key: GangRef
+    #: How many members must be placed (bound + assumed) for any of them to bind.
+    min_member: int
+    #: How messages name the group: `namespace/name`.
+    name: str
+    #: The plugin that defines the group: the rejector a failed group's members are requeued by.
+    plugin: str
+
+
 @dataclass
 class StaticGangs:
     """A GangLister over fixed dictionaries: the default when no informer is wired (no groups)

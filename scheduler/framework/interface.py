@@ -32,7 +32,7 @@ from scheduler.api.storage import (
 )
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
-from scheduler.framework.gang import GangLister, GangMembers
+from scheduler.framework.gang import GangLister, GangMembers, PodGroupInfo
 from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Status
@@ -228,6 +228,27 @@ class BindPlugin(Plugin, Protocol):
 @runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PodGroupPlugin(Plugin, Protocol):
+    """A plugin that defines pod groups (Coscheduling): the loop asks it whether a popped pod
+    is a member of a group, and then schedules the group's pending members in one step, all
+    or none (the group cycle, docs/gang.md)."""
+
+    def pod_group(self, pod: Pod) -> PodGroupInfo | None:
+        """The pod's group, or None when the pod is scheduled on its own (no group, or a group
+        that does not exist: PreEnqueue / PreFilter deal with those)."""
+        ...
+
+    def group_failed(self, key: GangRef) -> None:
+        """A group cycle ended below minMember and reverted what it placed: the group's
+        failure and backoff bookkeeping."""
+        ...
+
+    def group_placed(self, key: GangRef) -> None:
+        """A group cycle reached minMember: the group's placed members go on to Permit."""
+        ...
 
 
 class WaitingPod(Protocol):

@@ -122,6 +122,7 @@ class SchedulingQueue:
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         active_key = active_sort_key(less, sort_key)
+        self._active_key = active_key
         self._active = PodHeap(active_key)
         self._backoff = BackoffQueue(
             clock, pod_initial_backoff, pod_max_backoff, active_key, self._pop_from_backoff_q
@@ -331,6 +332,45 @@ class SchedulingQueue:
                     pinfo.initial_attempt_timestamp = self._clock.now()
                 self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
                 return pinfo
+
+    def take_pod_group(self, uids: Iterable[str]) -> list[QueuedPodInfo]:
+        """Takes the listed pods (a group's pending members) out of activeQ, backoffQ and the
+        unschedulable pool in one step and marks each in flight as `pop` does (one scheduling
+        cycle each), so `done` and `add_unschedulable_if_not_present` work per pod unchanged.
+        Pods the queue does not hold (in flight, bound, unknown) are left out, and so are gated
+        ones: a gated pod's PreEnqueue runs again first, since a hold that depended on its
+        siblings (too few of them when it arrived) may be over. In queue order."""
+        with self._lock:
+            taken: list[QueuedPodInfo] = []
+            for uid in uids:
+                if uid in self._in_flight:
+                    continue
+                pinfo = self._active.delete(uid)
+                if pinfo is None:
+                    pinfo = self._backoff.delete(uid)
+                if pinfo is None:
+                    pinfo = self._unschedulable.get(uid)
+                    if pinfo is None:
+                        continue
+                    if pinfo.gated:
+                        self._pre_enqueue.run(pinfo)
+                        if pinfo.gated:
+                            self._unschedulable.add_or_update(pinfo)
+                            continue
+                    self._unschedulable.delete(uid)
+                taken.append(pinfo)
+            taken.sort(key=self._active_key)
+            now = self._clock.now()
+            for pinfo in taken:
+                pinfo.attempts += 1
+                self._in_flight.add_pod(pinfo.pod)
+                self._cycle += 1
+                self._metrics.forget_unschedulable_reasons(pinfo)
+                if pinfo.initial_attempt_timestamp is None:
+                    pinfo.initial_attempt_timestamp = now
+            if taken:
+                self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
+            return taken
 
     def done(self, uid: str) -> None:
         """The pod's scheduling attempt is over; forget the events kept for it."""

@@ -228,6 +228,11 @@ class OpportunisticBatch:
                 time.perf_counter() - start
             )
 
+    def discard(self) -> None:
+        """Drops the kept nodes: the placements they were scored against were reverted (a
+        group cycle that did not reach its quorum)."""
+        self._sorted = None
+
     def _flush(self, cycle: int, reason: str) -> None:
         metrics.batch_cache_flushed.labels(self._fwk.profile_name, reason).inc()
         log.debug(

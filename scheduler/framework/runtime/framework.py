@@ -19,11 +19,18 @@ from scheduler.clock import Clock, RealClock
 from scheduler.features import FeatureGates
 from scheduler.framework import signers
 from scheduler.framework.events import ClusterEventWithHint
-from scheduler.framework.gang import NO_MEMBERS, GangLister, GangMembers, StaticGangs
+from scheduler.framework.gang import (
+    NO_MEMBERS,
+    GangLister,
+    GangMembers,
+    PodGroupInfo,
+    StaticGangs,
+)
 from scheduler.framework.interface import (
     ApiActions,
     EventRecorder,
     Plugin,
+    PodGroupPlugin,
     PodNominator,
     QueueSortPlugin,
     SnapshotLister,
@@ -82,6 +89,11 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
         profile = build_profile(spec, registry, self)
         self.plugins: dict[str, Plugin] = profile.by_name
         self._set_profile(profile)
+        #: The plugins that define pod groups (empty in a profile without gang scheduling:
+        #: then the loop never looks further).
+        self.pod_group_plugins: tuple[PodGroupPlugin, ...] = tuple(
+            p for p in self.plugins.values() if isinstance(p, PodGroupPlugin)
+        )
         self._signers = signing_plugins(
             [profile.pre_filter, profile.filter, profile.pre_score, profile.score]
         )
@@ -223,6 +235,25 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
         return bool(self.queue_sort_plugins[0].less(a, b))
 
     # --- what the loop asks of a profile ----------------------------------------------------
+
+    def pod_group(self, pod: Pod) -> PodGroupInfo | None:
+        """The pod's group as the profile's PodGroupPlugins define it; None for a pod
+        scheduled on its own."""
+        for plugin in self.pod_group_plugins:
+            info = plugin.pod_group(pod)
+            if info is not None:
+                return info
+        return None
+
+    def group_failed(self, info: PodGroupInfo) -> None:
+        for plugin in self.pod_group_plugins:
+            if plugin.name == info.plugin:
+                plugin.group_failed(info.key)
+
+    def group_placed(self, info: PodGroupInfo) -> None:
+        for plugin in self.pod_group_plugins:
+            if plugin.name == info.plugin:
+                plugin.group_placed(info.key)
 
     def has_filter_plugins(self) -> bool:
         return bool(self.filter_plugins)

@@ -4,7 +4,10 @@
 QueueSort keeps a group's members together; PreEnqueue holds members until the group can be
 tried; PreFilter rejects early when the cluster cannot hold minResources; Permit lets placed
 members wait until the group's bound + assumed members reach minMember, then lets them all go;
-Unreserve and PostFilter give up on the whole group. The group logic is in helper.gang.
+Unreserve and PostFilter give up on the whole group. As a PodGroupPlugin it tells the loop
+which pods are members, so the loop schedules a group's pending members in one group cycle
+(docs/gang.md), which sends them to Permit only once the quorum is there and never runs
+PostFilter for them. The group logic is in helper.gang.
 Not in the default profile: users enable it (queueSort included), as with scheduler-plugins.
 """
 
@@ -24,6 +27,7 @@ from scheduler.framework.events import (
     EventResource,
     QueueingHint,
 )
+from scheduler.framework.gang import PodGroupInfo
 from scheduler.framework.interface import Handle
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import (
@@ -59,6 +63,26 @@ class Coscheduling:
     def _gang(self, pod: Pod) -> tuple[GangRef | None, Gang | None]:
         ref = gang_ref(pod)
         return ref, (self.gangs.gang(ref) if ref is not None else None)
+
+    # --- the group cycle (PodGroupPlugin) ---------------------------------------------------
+
+    def pod_group(self, pod: Pod) -> PodGroupInfo | None:
+        ref = gang_ref(pod)
+        if ref is None:
+            return None
+        gang = self.gangs.gang(ref)
+        if gang is None:
+            return None
+        return PodGroupInfo(ref, gang.min_member, ref.key, NAME)
+
+    def group_failed(self, key: GangRef) -> None:
+        """The group's attempt placed fewer than minMember members: it sorts behind groups
+        that have not failed, and backs off (podGroupBackoffSeconds)."""
+        self.tracker.mark_failed(key)
+        self.tracker.back_off(key)
+
+    def group_placed(self, key: GangRef) -> None:
+        self.tracker.clear_failure(key)
 
     # --- QueueSort --------------------------------------------------------------------------
 

@@ -1,0 +1,185 @@
+"""The group cycle (docs/gang.md): a popped pod that is a member of a pod group is scheduled
+together with every pending sibling, in one step of the loop, all or none.
+
+As kube-scheduler v1.37's pod-group cycle (schedule_one_podgroup.go): each member in queue order
+runs the algorithm on a fresh snapshot and is assumed and reserved, so later members see the
+earlier ones' placements. Then, if the group's bound + assumed members reach minMember, each
+placed member goes through Permit and its binding cycle as a single pod does, and members that
+did not fit fail alone with their own message. Otherwise every placement is reverted (Unreserve,
+forget; in reverse order) before the loop takes another pod, and every member fails with the
+group's message. The loop is the only thread that assumes pods, so between two loop steps a
+group holds either its quorum or nothing it assumed: two groups cannot deadlock each holding
+part of what they need.
+
+No member runs PostFilter (preemption) here: a member must never preempt for a group that
+cannot fit whole; group-aware preemption is to come.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import structlog
+
+from scheduler import metrics
+from scheduler.algorithm import ScheduleResult
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.gang import GangMembers, PodGroupInfo
+from scheduler.framework.runtime import Framework
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import CLEAR_NOMINATED_NODE, Diagnosis, FitError, QueuedPodInfo
+from scheduler.logging import v_enabled
+from scheduler.schedule_one import Failure, ScheduleOne
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A member assumed and reserved in this group cycle, not yet through Permit."""
+
+    pinfo: QueuedPodInfo
+    assumed: QueuedPodInfo
+    state: CycleState
+    result: ScheduleResult
+    start: float
+
+
+@dataclass(frozen=True, slots=True)
+class Unplaced:
+    pinfo: QueuedPodInfo
+    failure: Failure
+    start: float
+
+
+def group_message(group: PodGroupInfo, members: GangMembers, unplaced: list[Unplaced]) -> str:
+    """The PodScheduled=False message and FailedScheduling event of every member of a group
+    that did not reach its quorum (docs/gang.md, "Messages")."""
+    text = (
+        f"PodGroup {group.name}: {members.placed} of {group.min_member} members placed "
+        f"({len(members.bound)} already bound)"
+    )
+    failed = len(unplaced)
+    if failed:
+        noun = "member" if failed == 1 else "members"
+        return f"{text}, {failed} {noun} could not be placed: {unplaced[0].failure.message()}"
+    return f"{text}; no other member is pending"
+
+
+class GroupCycle:
+    """Plugged into ScheduleOne by the Scheduler; reuses its steps."""
+
+    def __init__(self, one: ScheduleOne) -> None:
+        self.one = one
+
+    def __call__(self, fwk: Framework, group: PodGroupInfo, first: QueuedPodInfo) -> None:
+        one = self.one
+        queue = one.s.queue
+        start = time.perf_counter()
+        cycle = queue.scheduling_cycle  # first's; each member taken below adds one
+        skip = first.pod.uid
+        pending = [
+            p.uid for p in fwk.gangs().members(group.key) if not p.node_name and p.uid != skip
+        ]
+        members = [first, *queue.take_pod_group(pending)] if pending else [first]
+        if v_enabled(2):
+            log.info(
+                "attempting to schedule pod group",
+                group=group.name,
+                members=len(members),
+                min_member=group.min_member,
+            )
+        result = metrics.ERROR
+        try:
+            result = self._run(fwk, group, members, cycle)
+        finally:
+            metrics.gang_attempts.labels(result).inc()
+            metrics.gang_attempt_duration.labels(result).observe(time.perf_counter() - start)
+
+    def _run(
+        self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo], cycle: int
+    ) -> str:
+        one = self.one
+        placed: list[Placement] = []
+        unplaced: list[Unplaced] = []
+        tried: list[QueuedPodInfo] = []
+        reached = -1
+        try:
+            for i, pinfo in enumerate(members):
+                reached = i
+                if i and one.skip_pod_schedule(pinfo.pod):
+                    one.s.queue.done(pinfo.pod.uid)
+                    continue
+                tried.append(pinfo)
+                start = time.perf_counter()
+                state = one.new_cycle_state()
+                found = one.find_node(fwk, state, pinfo, start, cycle + i, post_filter=False)
+                if isinstance(found, Failure):
+                    unplaced.append(Unplaced(pinfo, found, start))
+                    continue
+                assumed = one.assume_and_reserve(fwk, state, pinfo, found)
+                if isinstance(assumed, Failure):
+                    unplaced.append(Unplaced(pinfo, assumed, start))
+                    continue
+                placed.append(Placement(pinfo, assumed, state, found, start))
+            counted = fwk.gang_members(group.key)
+        except Exception as err:
+            log.exception("unexpected error in group cycle", group=group.name)
+            self._revert(fwk, placed)
+            status = Status.as_error(err)
+            for pinfo in [*tried, *members[reached + 1 :]]:
+                one.handle_scheduling_failure(
+                    fwk, pinfo, status, None, CLEAR_NOMINATED_NODE, time.perf_counter()
+                )
+            return metrics.ERROR
+        metrics.gang_members_per_attempt.observe(len(tried))
+
+        if counted.placed >= group.min_member:
+            fwk.group_placed(group)
+            for p in placed:
+                one.permit_and_bind(fwk, p.state, p.pinfo, p.assumed, p.result, p.start)
+            for u in unplaced:
+                one.fail(fwk, u.pinfo, u.failure, u.start)
+            return metrics.SCHEDULED
+
+        # Below quorum: nothing placed here may outlive this step.
+        self._revert(fwk, placed)
+        fwk.group_failed(group)
+        message = group_message(group, counted, unplaced)
+        if v_enabled(2):
+            log.info("unable to schedule pod group; waiting", group=group.name, err=message)
+        status = Status(Code.UNSCHEDULABLE, message, plugin=group.plugin)
+        for p in placed:
+            fit = _group_fit(p.pinfo, group, len(one.s.snapshot), None)
+            one.handle_scheduling_failure(
+                fwk, p.pinfo, status, fit, CLEAR_NOMINATED_NODE, p.start, message=message
+            )
+        errors = False
+        for u in unplaced:
+            errors = errors or not u.failure.status.is_rejected()
+            fit = _group_fit(u.pinfo, group, len(one.s.snapshot), u.failure.fit)
+            one.handle_scheduling_failure(
+                fwk, u.pinfo, status, fit, CLEAR_NOMINATED_NODE, u.start, message=message
+            )
+        return metrics.ERROR if errors else metrics.UNSCHEDULABLE
+
+    def _revert(self, fwk: Framework, placed: list[Placement]) -> None:
+        """Unreserves and forgets the placements, the last first."""
+        for p in reversed(placed):
+            self.one.unreserve_and_forget(fwk, p.state, p.assumed.pod, p.result.suggested_host)
+        if placed and fwk.batch is not None:
+            fwk.batch.discard()
+
+
+def _group_fit(
+    pinfo: QueuedPodInfo, group: PodGroupInfo, num_nodes: int, own: FitError | None
+) -> FitError:
+    """The member's failure as the queue sees it: the group's plugin among its rejectors (its
+    events requeue the member), and the plugins that rejected the member itself."""
+    diagnosis = Diagnosis()
+    if own is not None:
+        diagnosis.unschedulable_plugins = set(own.diagnosis.unschedulable_plugins)
+        diagnosis.pending_plugins = set(own.diagnosis.pending_plugins)
+    diagnosis.unschedulable_plugins.add(group.plugin)
+    return FitError(pinfo.pod, num_nodes, diagnosis)
