@@ -19,21 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client as k8s
 
 from e2e.cluster import ManagedProcess, wait_for
 from e2e.cluster.nodes import NodeFactory
 from e2e.cluster.ports import LOOPBACK, PortReservation
 from e2e.conftest import Cluster
+from e2e.podgroups import CRDS, GROUP, LABEL, PLURAL, PODGROUP_CRD, VERSION, apply_crds
 from e2e.pysched import REPO_ROOT, metric_value
 from e2e.workload import pod_manifest
 
-CRDS = REPO_ROOT / "charts" / "kube-pysched" / "crds"
-PODGROUP_CRD = CRDS / "scheduling.x-k8s.io_podgroups.yaml"
 PEERING_CRDS = CRDS / "kopf.dev_peerings.yaml"
-GROUP, VERSION, PLURAL = "scheduling.x-k8s.io", "v1alpha1", "podgroups"
-LABEL = "scheduling.x-k8s.io/pod-group"
 RECONCILES = "kube_pysched_controller_reconciles_total"
 
 
@@ -111,34 +107,11 @@ class Controller:
             self.process.stop(20.0)
 
 
-def _apply_crds(api_client: k8s.ApiClient, path: Path) -> list[str]:
-    ext = k8s.ApiextensionsV1Api(api_client)
-    names = []
-    for doc in yaml.safe_load_all(path.read_text()):
-        if not doc:
-            continue
-        names.append(doc["metadata"]["name"])
-        try:
-            ext.create_custom_resource_definition(doc)
-        except k8s.ApiException as exc:
-            if exc.status != 409:
-                raise
-    for name in names:
-
-        def established(name: str = name) -> bool | str:
-            crd = ext.read_custom_resource_definition(name)
-            conditions = {c.type: c.status for c in crd.status.conditions or []}
-            return conditions.get("Established") == "True" or f"{name} not established"
-
-        wait_for(established, timeout=30, what=f"CRD {name} established")
-    return names
-
-
 @pytest.fixture(scope="module")
 def crds(api_client: k8s.ApiClient) -> bool:
     """Installs the peering and PodGroup CRDs; True if the PodGroup CRD has status.scheduled."""
-    _apply_crds(api_client, PEERING_CRDS)
-    _apply_crds(api_client, PODGROUP_CRD)
+    apply_crds(api_client, PEERING_CRDS)
+    apply_crds(api_client, PODGROUP_CRD)
     crd = k8s.ApiextensionsV1Api(api_client).read_custom_resource_definition(f"{PLURAL}.{GROUP}")
     version = next(v for v in crd.spec.versions if v.name == VERSION)
     status_schema = version.schema.open_apiv3_schema.properties["status"]

@@ -1,0 +1,241 @@
+"""Gang scheduling (docs/gang.md) with kube-pysched as a real process on the local control
+plane: scheduler-plugins' PodGroups, its Coscheduling plugin enabled the way scheduler-plugins'
+sample configuration enables it, plain pods joining by label (as Kubeflow, KubeRay and
+Spark-operator create them) and a Job's pods.
+
+Each test has nodes of its own (a label only its pods select), so other tests' nodes and pods
+never change the arithmetic. kube-scheduler has no PodGroups (scheduler-plugins' build would be
+the oracle; issue 17's benchmark builds it), so these assert the behaviour docs/gang.md states.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from e2e.cluster import wait_for
+from e2e.cluster.nodes import NodeFactory
+from e2e.podgroups import LABEL, PODGROUP_CRD, apply_crds, create_podgroup
+from e2e.pysched import Pysched, default_config, metric_value
+from e2e.workload import pod_manifest, pod_scheduled_condition
+
+NODE_LABEL = "e2e.kube-pysched.io/gang-test"
+
+
+def gang_config(scheduler_name: str) -> dict[str, Any]:
+    """scheduler-plugins' sample: Coscheduling at every point it has, and as the QueueSort."""
+    return default_config(
+        profiles=[
+            {
+                "schedulerName": scheduler_name,
+                "plugins": {
+                    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                    "queueSort": {
+                        "enabled": [{"name": "Coscheduling"}],
+                        "disabled": [{"name": "*"}],
+                    },
+                },
+            }
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def podgroup_crd(api_client: k8s.ApiClient) -> None:
+    apply_crds(api_client, PODGROUP_CRD)
+
+
+@pytest.fixture
+def gang_env(
+    podgroup_crd: None,
+    kwok_nodes: NodeFactory,
+    pysched: Callable[..., Pysched],
+) -> Callable[[int, str], tuple[str, str, Pysched]]:
+    """(nodes, cpu per node) -> (scheduler name, node label value, the running scheduler)."""
+
+    def make(count: int, cpu: str) -> tuple[str, str, Pysched]:
+        tag = uuid.uuid4().hex[:8]
+        kwok_nodes(count, cpu=cpu, labels={NODE_LABEL: tag})
+        name = f"gang-{tag}"
+        return name, tag, pysched(gang_config(name))
+
+    return make
+
+
+def member(name: str, group: str, scheduler: str, tag: str, cpu: str = "1") -> dict[str, Any]:
+    return pod_manifest(
+        name,
+        scheduler_name=scheduler,
+        cpu=cpu,
+        labels={LABEL: group},
+        node_selector={NODE_LABEL: tag},
+    )
+
+
+def bound(core_v1: k8s.CoreV1Api, namespace: str, group: str) -> list[k8s.V1Pod]:
+    pods = core_v1.list_namespaced_pod(namespace, label_selector=f"{LABEL}={group}").items
+    return [p for p in pods if p.spec.node_name]
+
+
+def members(core_v1: k8s.CoreV1Api, namespace: str, group: str) -> list[k8s.V1Pod]:
+    return list(core_v1.list_namespaced_pod(namespace, label_selector=f"{LABEL}={group}").items)
+
+
+def all_waiting_with(prefix: str, pods: list[k8s.V1Pod], count: int) -> bool | str:
+    """Every one of `count` pods is unbound with PodScheduled=False saying `prefix`..."""
+    if len(pods) != count:
+        return f"{len(pods)} of {count} pods"
+    for pod in pods:
+        if pod.spec.node_name:
+            return f"{pod.metadata.name} bound"
+        cond = pod_scheduled_condition(pod)
+        if cond is None or cond.status != "False" or not (cond.message or "").startswith(prefix):
+            return f"{pod.metadata.name}: {cond.message if cond else 'no condition'}"
+    return True
+
+
+def test_a_group_is_held_until_its_members_exist_then_starts_together(
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    gang_env: Callable[[int, str], tuple[str, str, Pysched]],
+) -> None:
+    scheduler, tag, proc = gang_env(4, "4")
+    create_podgroup(api_client, namespace, "train", 10)
+    for i in range(9):
+        core_v1.create_namespaced_pod(namespace, member(f"train-{i}", "train", scheduler, tag))
+
+    def nine_held() -> bool | str:
+        gated = metric_value(proc.metrics(), "scheduler_pending_pods", {"queue": "gated"})
+        return gated == 9 or f"gated pods: {gated}"
+
+    wait_for(nine_held, timeout=30, what="nine members held at PreEnqueue")
+    assert bound(core_v1, namespace, "train") == []
+    core_v1.create_namespaced_pod(namespace, member("train-9", "train", scheduler, tag))
+    wait_for(
+        lambda: len(bound(core_v1, namespace, "train")) == 10 or "not all bound",
+        timeout=60,
+        what="the whole group bound",
+    )
+    attempts = metric_value(
+        proc.metrics(), "kube_pysched_gang_attempts_total", {"result": "scheduled"}
+    )
+    assert attempts == 1.0  # one step of the loop placed all ten
+
+
+def test_a_group_that_cannot_fit_places_none(
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    gang_env: Callable[[int, str], tuple[str, str, Pysched]],
+) -> None:
+    scheduler, tag, _ = gang_env(2, "4")
+    create_podgroup(api_client, namespace, "big", 10)
+    for i in range(10):
+        core_v1.create_namespaced_pod(namespace, member(f"big-{i}", "big", scheduler, tag))
+    prefix = f"PodGroup {namespace}/big: "
+    wait_for(
+        lambda: all_waiting_with(prefix, members(core_v1, namespace, "big"), 10),
+        timeout=60,
+        what="every member Unschedulable with the group's message",
+    )
+    message = pod_scheduled_condition(members(core_v1, namespace, "big")[0]).message
+    assert "of 10 members placed (0 already bound)" in message
+    assert "Insufficient cpu" in message
+
+
+def test_two_groups_that_fit_one_at_a_time_never_deadlock(
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    gang_env: Callable[[int, str], tuple[str, str, Pysched]],
+) -> None:
+    """8 CPUs, two groups of six 1-CPU pods: each fits alone, not both. Twenty rounds with the
+    members created in a random interleaving: one group is bound whole, the other holds
+    nothing and says why; once the first is gone the second is bound whole."""
+    scheduler, tag, _ = gang_env(2, "4")
+    rng = random.Random(17)
+    for round_no in range(20):
+        play_round(api_client, core_v1, namespace, scheduler, tag, round_no, rng)
+
+
+def play_round(
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    scheduler: str,
+    tag: str,
+    round_no: int,
+    rng: random.Random,
+) -> None:
+    groups = (f"a{round_no}", f"b{round_no}")
+    for group in groups:
+        create_podgroup(api_client, namespace, group, 6)
+    order = [(g, i) for g in groups for i in range(6)]
+    rng.shuffle(order)
+    for group, i in order:
+        core_v1.create_namespaced_pod(namespace, member(f"{group}-{i}", group, scheduler, tag))
+
+    def one_whole_other_nothing() -> bool | str:
+        counts = {g: len(bound(core_v1, namespace, g)) for g in groups}
+        if sorted(counts.values()) != [0, 6]:
+            return f"bound per group: {counts}"
+        loser = next(g for g in groups if counts[g] == 0)
+        return all_waiting_with(
+            f"PodGroup {namespace}/{loser}: ", members(core_v1, namespace, loser), 6
+        )
+
+    wait_for(one_whole_other_nothing, timeout=60, what=f"round {round_no}: one group whole")
+    counts = {g: len(bound(core_v1, namespace, g)) for g in groups}
+    winner = next(g for g in groups if counts[g] == 6)
+    loser = next(g for g in groups if g != winner)
+    core_v1.delete_collection_namespaced_pod(
+        namespace, label_selector=f"{LABEL}={winner}", grace_period_seconds=0
+    )
+    wait_for(
+        lambda: len(bound(core_v1, namespace, loser)) == 6 or "second group not bound",
+        timeout=60,
+        what=f"round {round_no}: the second group bound whole",
+    )
+    core_v1.delete_collection_namespaced_pod(
+        namespace, label_selector=f"{LABEL}={loser}", grace_period_seconds=0
+    )
+    wait_for(
+        lambda: not any(members(core_v1, namespace, g) for g in groups) or "pods left",
+        timeout=60,
+        what=f"round {round_no}: pods gone",
+    )
+
+
+def test_a_jobs_pods_join_a_group_unchanged(
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    gang_env: Callable[[int, str], tuple[str, str, Pysched]],
+) -> None:
+    """A batch/v1 Job whose template carries the group label (what Kubeflow's and Spark's
+    operators do): the Job controller creates the pods, kube-pysched binds all four at once."""
+    scheduler, tag, _ = gang_env(2, "4")
+    create_podgroup(api_client, namespace, "job", 4)
+    template = member("unused", "job", scheduler, tag)
+    for key in ("apiVersion", "kind"):
+        template.pop(key, None)
+    template["metadata"].pop("name")
+    template["spec"]["restartPolicy"] = "Never"
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "gang-job"},
+        "spec": {"parallelism": 4, "completions": 4, "template": template},
+    }
+    k8s.BatchV1Api(api_client).create_namespaced_job(namespace, job)
+    wait_for(
+        lambda: len(bound(core_v1, namespace, "job")) == 4 or "not all bound",
+        timeout=60,
+        what="the Job's four pods bound",
+    )
