@@ -20,11 +20,23 @@ from kubernetes import client as k8s
 
 from e2e.cluster import wait_for
 from e2e.cluster.nodes import NodeFactory
-from e2e.podgroups import LABEL, PODGROUP_CRD, apply_crds, create_podgroup
+from e2e.podgroups import (
+    CRDS,
+    GROUP,
+    LABEL,
+    PLURAL,
+    PODGROUP_CRD,
+    VERSION,
+    Controller,
+    apply_crds,
+    controllers_fixture,  # noqa: F401 (the `controllers` fixture)
+    create_podgroup,
+)
 from e2e.pysched import Pysched, default_config, metric_value
 from e2e.workload import pod_manifest, pod_scheduled_condition
 
 NODE_LABEL = "e2e.kube-pysched.io/gang-test"
+PEERING_CRDS = CRDS / "kopf.dev_peerings.yaml"
 
 
 def gang_config(scheduler_name: str) -> dict[str, Any]:
@@ -238,4 +250,39 @@ def test_a_jobs_pods_join_a_group_unchanged(
         lambda: len(bound(core_v1, namespace, "job")) == 4 or "not all bound",
         timeout=60,
         what="the Job's four pods bound",
+    )
+
+
+def test_podgroup_status_follows_the_group(
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    gang_env: Callable[[int, str], tuple[str, str, Pysched]],
+    controllers: Callable[..., Controller],
+) -> None:
+    """kube-pysched and kube-pysched-controller together: a group below quorum stays Pending
+    with its members counted; once placed whole and run by kwok it is Running, all scheduled."""
+    apply_crds(api_client, PEERING_CRDS)
+    controllers("controller", "--peering-name", f"e2e-gang-{uuid.uuid4().hex[:6]}")
+    scheduler, tag, _ = gang_env(2, "4")
+    create_podgroup(api_client, namespace, "status", 4)
+    custom = k8s.CustomObjectsApi(api_client)
+
+    def status_is(**want: Any) -> Callable[[], bool | str]:
+        def check() -> bool | str:
+            group = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "status")
+            status = group.get("status") or {}
+            got = {k: status.get(k) for k in want}
+            return got == want or f"status {status}"
+
+        return check
+
+    for i in range(3):
+        core_v1.create_namespaced_pod(namespace, member(f"status-{i}", "status", scheduler, tag))
+    wait_for(status_is(phase="Pending"), timeout=30, what="Pending below minMember")
+    core_v1.create_namespaced_pod(namespace, member("status-3", "status", scheduler, tag))
+    wait_for(
+        status_is(phase="Running", scheduled=4, running=4),
+        timeout=60,
+        what="Running with all four scheduled and running",
     )

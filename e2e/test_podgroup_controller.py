@@ -9,102 +9,29 @@ spec.nodeName to a kwok node (kwok makes them Running); no scheduler is involved
 
 from __future__ import annotations
 
-import os
-import sys
-import urllib.error
-import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kubernetes import client as k8s
 
-from e2e.cluster import ManagedProcess, wait_for
+from e2e.cluster import wait_for
 from e2e.cluster.nodes import NodeFactory
-from e2e.cluster.ports import LOOPBACK, PortReservation
-from e2e.conftest import Cluster
-from e2e.podgroups import CRDS, GROUP, LABEL, PLURAL, PODGROUP_CRD, VERSION, apply_crds
-from e2e.pysched import REPO_ROOT, metric_value
+from e2e.podgroups import (
+    CRDS,
+    GROUP,
+    LABEL,
+    PLURAL,
+    PODGROUP_CRD,
+    VERSION,
+    Controller,
+    apply_crds,
+    controllers_fixture,  # noqa: F401 (the `controllers` fixture)
+)
 from e2e.workload import pod_manifest
 
 PEERING_CRDS = CRDS / "kopf.dev_peerings.yaml"
-RECONCILES = "kube_pysched_controller_reconciles_total"
-
-
-class Controller:
-    """One kube-pysched-controller process; `start()` returns once kopf's /healthz answers."""
-
-    def __init__(self, kubeconfig: Path, workdir: Path, name: str, *args: str) -> None:
-        self.kubeconfig = kubeconfig
-        self.name = name
-        self.log_path = workdir / f"{name}.log"
-        self.args = list(args)
-        self.liveness_port = self.metrics_port = 0
-        self.process: ManagedProcess | None = None
-
-    def start(self, timeout: float = 60.0) -> Controller:
-        with PortReservation() as ports:
-            self.liveness_port, self.metrics_port = ports.take(), ports.take()
-            argv = [
-                sys.executable,
-                "-m",
-                "controller",
-                "--kubeconfig",
-                str(self.kubeconfig),
-                "--liveness-address",
-                LOOPBACK,
-                "--liveness-port",
-                str(self.liveness_port),
-                "--metrics-address",
-                LOOPBACK,
-                "--metrics-port",
-                str(self.metrics_port),
-                *self.args,
-            ]
-            env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-            self.process = ManagedProcess(
-                self.name, argv, self.log_path, env=env, cwd=REPO_ROOT
-            ).start()
-        wait_for(
-            lambda: self._get(self.liveness_port, "/healthz")[0] == 200 or "not healthy yet",
-            timeout=timeout,
-            what=f"{self.name} /healthz",
-            guard=self._alive,
-        )
-        return self
-
-    def _alive(self) -> None:
-        if self.process is not None and not self.process.alive():
-            raise RuntimeError(f"{self.name} exited:\n{self.tail()}")
-
-    def _get(self, port: int, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://{LOOPBACK}:{port}{path}", timeout=5) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as err:
-            return err.code, ""
-        except OSError:
-            return 0, ""
-
-    def reconciles(self) -> float:
-        status, body = self._get(self.metrics_port, "/metrics")
-        assert status == 200, f"{self.name} /metrics answered {status}"
-        return sum(
-            metric_value(body, RECONCILES, {"result": result}) or 0.0
-            for result in ("changed", "unchanged", "error")
-        )
-
-    def log(self) -> str:
-        return self.log_path.read_text() if self.log_path.exists() else ""
-
-    def tail(self, lines: int = 60) -> str:
-        return self.process.tail(lines) if self.process is not None else ""
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop(20.0)
 
 
 @pytest.fixture(scope="module")
@@ -116,26 +43,6 @@ def crds(api_client: k8s.ApiClient) -> bool:
     version = next(v for v in crd.spec.versions if v.name == VERSION)
     status_schema = version.schema.open_apiv3_schema.properties["status"]
     return "scheduled" in (status_schema.properties or {})
-
-
-@pytest.fixture
-def controllers(
-    cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
-) -> Iterator[Callable[..., Controller]]:
-    started: list[Controller] = []
-
-    def start(name: str, *args: str) -> Controller:
-        proc = Controller(Path(cluster.kubeconfig), tmp_path, name, *args)
-        started.append(proc)
-        return proc.start()
-
-    yield start
-    for proc in started:
-        proc.stop()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        for proc in started:
-            print(f"----- {proc.name} log tail ({proc.log_path}) -----\n{proc.tail(80)}")
 
 
 def test_podgroup_status_release_and_peering(
