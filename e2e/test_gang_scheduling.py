@@ -286,3 +286,49 @@ def test_podgroup_status_follows_the_group(
         timeout=60,
         what="Running with all four scheduled and running",
     )
+
+
+def test_a_node_deleted_under_a_running_group(
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    gang_env: Callable[[int, str], tuple[str, str, Pysched]],
+) -> None:
+    """Four 2-CPU members (minMember 4) on three 4-CPU nodes: a node holding members is
+    deleted, its pods with it (as PodGC does), their owner creates replacements (here the test),
+    and the new members join the group whose others still run: placed without a quorum of
+    their own, never on the deleted node."""
+    scheduler, tag, _ = gang_env(3, "4")
+    create_podgroup(api_client, namespace, "resilient", 4)
+    for i in range(4):
+        core_v1.create_namespaced_pod(
+            namespace, member(f"resilient-{i}", "resilient", scheduler, tag, cpu="2")
+        )
+    wait_for(
+        lambda: len(bound(core_v1, namespace, "resilient")) == 4 or "not all bound",
+        timeout=60,
+        what="the group bound",
+    )
+    placed = bound(core_v1, namespace, "resilient")
+    victim_node = placed[0].spec.node_name
+    lost = [p.metadata.name for p in placed if p.spec.node_name == victim_node]
+    core_v1.delete_node(victim_node)
+    for name in lost:
+        core_v1.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+    wait_for(
+        lambda: len(members(core_v1, namespace, "resilient")) == 4 - len(lost) or "not gone",
+        timeout=30,
+        what="the lost members gone",
+    )
+    for name in lost:
+        core_v1.create_namespaced_pod(
+            namespace, member(f"{name}-new", "resilient", scheduler, tag, cpu="2")
+        )
+
+    def replaced() -> bool | str:
+        pods = bound(core_v1, namespace, "resilient")
+        if any(p.spec.node_name == victim_node for p in pods):
+            return "a pod on the deleted node"
+        return len(pods) == 4 or f"{len(pods)} of 4 bound"
+
+    wait_for(replaced, timeout=60, what="the replacements bound")
