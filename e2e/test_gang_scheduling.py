@@ -140,11 +140,12 @@ def test_a_group_is_held_until_its_members_exist_then_starts_together(
     assert attempts == 1.0  # one step of the loop placed all ten
 
 
-def test_a_group_that_cannot_fit_places_none(
+def test_a_group_that_cannot_fit_places_none_then_retries_when_nodes_come(
     api_client: k8s.ApiClient,
     core_v1: k8s.CoreV1Api,
     namespace: str,
     gang_env: Callable[[int, str], tuple[str, str, Pysched]],
+    kwok_nodes: NodeFactory,
 ) -> None:
     scheduler, tag, _ = gang_env(2, "4")
     create_podgroup(api_client, namespace, "big", 10)
@@ -159,6 +160,12 @@ def test_a_group_that_cannot_fit_places_none(
     message = pod_scheduled_condition(members(core_v1, namespace, "big")[0]).message
     assert "of 10 members placed (0 already bound)" in message
     assert "Insufficient cpu" in message
+    kwok_nodes(1, cpu="4", labels={NODE_LABEL: tag})
+    wait_for(
+        lambda: len(bound(core_v1, namespace, "big")) == 10 or "not all bound",
+        timeout=60,
+        what="the group bound whole once a third node came",
+    )
 
 
 def test_two_groups_that_fit_one_at_a_time_never_deadlock(
