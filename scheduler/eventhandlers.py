@@ -45,10 +45,15 @@ def _observe(label: str, start: float) -> None:
 
 
 class PodTransform:
-    """Parses only the pods the scheduler cares about; everything else is ignored cheaply."""
+    """Parses only the pods the scheduler cares about; everything else is ignored cheaply.
+    `scheduling_groups` (the GenericWorkload gate) makes it read spec.schedulingGroup; off,
+    the field is ignored, as kube-scheduler ignores it with the gate off."""
 
-    def __init__(self, scheduler_names: Collection[str]) -> None:
+    def __init__(
+        self, scheduler_names: Collection[str], *, scheduling_groups: bool = False
+    ) -> None:
         self._names = frozenset(scheduler_names)
+        self._groups = scheduling_groups
 
     def __call__(self, raw: Mapping[str, Any]) -> Pod | None:
         spec = raw.get("spec") or {}
@@ -56,7 +61,7 @@ class PodTransform:
             spec.get("nodeName")
             or (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) in self._names
         ):
-            return parse_pod(raw)
+            return parse_pod(raw, scheduling_group=self._groups)
         return None
 
 

@@ -21,6 +21,10 @@ DEFAULTS: Mapping[str, bool] = {
     # dispatcher; the gate only exports the scheduler_async_api_call_* and
     # scheduler_pending_async_api_calls families, which kube-scheduler registers with it on.
     "SchedulerAsyncAPICalls": False,
+    # Beta, off by default in v1.37 (alpha since v1.35): Kubernetes' Workload API. With it on,
+    # pods' spec.schedulingGroup is read and scheduling.k8s.io/v1beta1 PodGroups are watched
+    # (scheduler/client/gangs.py; docs/gang.md).
+    "GenericWorkload": False,
 }
 
 

@@ -137,6 +137,23 @@ def test_controller_rbac_is_least_privilege() -> None:
     ]
 
 
+def test_the_scheduler_reads_podgroups_of_both_apis() -> None:
+    """Coscheduling's scheduling.x-k8s.io PodGroups and, with GenericWorkload, Kubernetes'
+    scheduling.k8s.io ones: get/list/watch, no more."""
+    role = _objects()[("ClusterRole", "kube-pysched:kube-system:kube-pysched")]
+    grants = {
+        (group, resource): set(rule["verbs"])
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        if group.startswith("scheduling.")
+    }
+    assert grants == {
+        ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
+        ("scheduling.k8s.io", "podgroups"): {"get", "list", "watch"},
+    }
+
+
 def test_peering_crds_are_shipped() -> None:
     crds = {name for (kind, name) in _objects() if kind == "CustomResourceDefinition"}
     assert {"clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"} <= crds

@@ -89,7 +89,11 @@ class ControlPlane:
     $KUBE_PYSCHED_KEEP_RUNS is set). ``with_scheduler`` runs kube-scheduler as the default
     scheduler. ``detached`` lets the processes outlive this Python process (CLI ``up``).
     ``prompt_pod_deletion`` makes kwok remove a deleted pod at once instead of after its grace
-    period (see kwok.stages_text).
+    period (see kwok.stages_text). ``feature_gates`` (e.g. ``{"GenericWorkload": True}``) go
+    to kube-apiserver, kube-controller-manager and the control plane's kube-scheduler as
+    ``--feature-gates``, and are the default of :meth:`start_scheduler`; ``runtime_config``
+    (e.g. ``{"scheduling.k8s.io/v1beta1": "true"}``) goes to kube-apiserver as
+    ``--runtime-config``. Both empty by default: the components' own defaults.
     """
 
     def __init__(
@@ -101,8 +105,12 @@ class ControlPlane:
         detached: bool = False,
         start_timeout: float = 180.0,
         prompt_pod_deletion: bool = False,
+        feature_gates: Mapping[str, bool] | None = None,
+        runtime_config: Mapping[str, str] | None = None,
     ) -> None:
         self._own_workdir = workdir is None
+        self.feature_gates: dict[str, bool] = dict(feature_gates or {})
+        self.runtime_config: dict[str, str] = dict(runtime_config or {})
         self.prompt_pod_deletion = prompt_pod_deletion
         self._workdir = Path(workdir).resolve() if workdir is not None else None
         self.with_scheduler = with_scheduler
@@ -230,13 +238,15 @@ class ControlPlane:
         timeout: float = 60.0,
         extra_args: Sequence[str] = (),
         cpus: Iterable[int] | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> SchedulerHandle:
         """Run another kube-scheduler with a KubeSchedulerConfiguration (YAML text, file or dict).
 
         Missing ``clientConnection.kubeconfig`` is filled in with the scheduler identity and
         leader election defaults to off (it would otherwise contend for the same Lease as the
-        default scheduler). ``cpus`` starts it pinned to those CPUs. Returns once /healthz
-        answers.
+        default scheduler). ``cpus`` starts it pinned to those CPUs. ``feature_gates`` are its
+        ``--feature-gates``; None (the default) gives it the control plane's, ``{}`` none.
+        Returns once /healthz answers.
         """
         pki = self._require_pki()
         name = name or f"kube-scheduler-{len(self._schedulers) + 1}"
@@ -250,9 +260,11 @@ class ControlPlane:
         config_path = self._config_dir / f"{name}.yaml"
         config_path.write_text(yaml.safe_dump(doc, sort_keys=False))
         port = self._reservation.take()
-        proc = self._spawn(
-            name, self._scheduler_argv(config_path, port, pki, extra_args), cpus=cpus
+        gates = self.feature_gates if feature_gates is None else feature_gates
+        argv = self._scheduler_argv(
+            config_path, port, pki, [*feature_gate_flags(gates), *extra_args]
         )
+        proc = self._spawn(name, argv, cpus=cpus)
         handle = SchedulerHandle(proc, port, config_path)
         self._schedulers[name] = handle
         try:
@@ -383,7 +395,12 @@ class ControlPlane:
             )
             self._spawn(
                 "kube-scheduler",
-                self._scheduler_argv(sched_config, self._ports["kube-scheduler"], pki, ()),
+                self._scheduler_argv(
+                    sched_config,
+                    self._ports["kube-scheduler"],
+                    pki,
+                    feature_gate_flags(self.feature_gates),
+                ),
             )
         kwok_config = kwok.write_config(
             self._config_dir / "kwok.yaml", prompt_pod_deletion=self.prompt_pod_deletion
@@ -524,6 +541,8 @@ class ControlPlane:
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             f"--proxy-client-cert-file={pki.clients['front-proxy'].cert}",
             f"--proxy-client-key-file={pki.clients['front-proxy'].key}",
+            *feature_gate_flags(self.feature_gates),
+            *runtime_config_flags(self.runtime_config),
         ]
 
     def _kcm_argv(self, pki: Pki) -> list[str]:
@@ -548,6 +567,7 @@ class ControlPlane:
             "--leader-elect=false",
             "--kube-api-qps=200",
             "--kube-api-burst=400",
+            *feature_gate_flags(self.feature_gates),
         ]
 
     def _scheduler_argv(
@@ -566,6 +586,21 @@ class ControlPlane:
             f"--tls-private-key-file={pki.serving.key}",
             *extra_args,
         ]
+
+
+def feature_gate_flags(gates: Mapping[str, bool]) -> list[str]:
+    """``--feature-gates=A=true,B=false`` (sorted), or nothing for no gates."""
+    if not gates:
+        return []
+    items = ",".join(f"{name}={str(on).lower()}" for name, on in sorted(gates.items()))
+    return [f"--feature-gates={items}"]
+
+
+def runtime_config_flags(config: Mapping[str, str]) -> list[str]:
+    """``--runtime-config=group/version=true,...`` (sorted), or nothing."""
+    if not config:
+        return []
+    return ["--runtime-config=" + ",".join(f"{k}={v}" for k, v in sorted(config.items()))]
 
 
 def _component_env() -> dict[str, str]:

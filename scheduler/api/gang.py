@@ -6,8 +6,12 @@ Two APIs define groups; the scheduler reasons about one model, `Gang`, whatever 
   label `scheduling.x-k8s.io/pod-group: <name>`; the rule is `spec.minMember`. Parsed here as
   `PodGroup` and turned into a `Gang` by `gang_from_pod_group`.
 * Kubernetes' `scheduling.k8s.io/v1beta1` PodGroup (gate GenericWorkload), joined through
-  `spec.schedulingGroup.podGroupName`: not built yet. It will be one more `GangSource`, one more
-  branch in `gang_ref` and one more `gang_from_...`; callers only ever see `GangRef` and `Gang`.
+  `spec.schedulingGroup.podGroupName`; the rule is `spec.schedulingPolicy.gang.minCount`.
+  Parsed here as `KubePodGroup` and turned into a `Gang` by `gang_from_kube_pod_group`; a
+  `basic` policy becomes a Gang with `policy == POLICY_BASIC` (see there).
+
+Callers only ever see `GangRef` and `Gang`. A pod names at most one group: when it carries
+both the label and the field, the field wins (`gang_ref`).
 """
 
 from __future__ import annotations
@@ -37,11 +41,27 @@ PHASE_FAILED = "Failed"
 DISRUPTION_SINGLE = "Single"
 DISRUPTION_ALL = "All"
 
+#: A group's scheduling policy (kube's v1beta1 PodGroup spec.schedulingPolicy: exactly one of
+#: `gang` and `basic`; scheduler-plugins' groups are always gangs).
+POLICY_GANG = "Gang"
+POLICY_BASIC = "Basic"
+
+#: Well-known v1beta1 PodGroup condition types and reasons (k8s.io/api/scheduling/v1beta1).
+CONDITION_INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+CONDITION_DISRUPTION_TARGET = "DisruptionTarget"
+REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_SCHEDULER_ERROR = "SchedulerError"
+REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+#: The feature gate that makes kube-scheduler (and kube-pysched) read the second source.
+GENERIC_WORKLOAD = "GenericWorkload"
+
 
 class GangSource(enum.StrEnum):
     """The API a group comes from (its group/version)."""
 
     SCHEDULER_PLUGINS = "scheduling.x-k8s.io/v1alpha1"
+    KUBERNETES = "scheduling.k8s.io/v1beta1"
 
     @property
     def kind_path(self) -> str:
@@ -51,7 +71,20 @@ class GangSource(enum.StrEnum):
 
 def api_not_installed(source: GangSource) -> str:
     """Why members of `source`'s groups are held while its API is not served."""
+    if source == GangSource.KUBERNETES:
+        return (
+            f"the PodGroup API {source.value} is not served (kube-apiserver needs "
+            f"--feature-gates={GENERIC_WORKLOAD}=true --runtime-config={source.value}=true)"
+        )
     return f"the PodGroup API {source.value} is not installed (no {source.kind_path} CRD served)"
+
+
+def gate_disabled(source: GangSource) -> str:
+    """Why `source`'s groups are not read: kube-pysched runs without the gate."""
+    return (
+        f"the PodGroup API {source.value} is not read: kube-pysched runs without "
+        f"--feature-gates={GENERIC_WORKLOAD}=true"
+    )
 
 
 class GangParseError(ValueError):
@@ -76,7 +109,16 @@ class GangRef:
 
 
 def gang_ref(pod: Pod) -> GangRef | None:
-    """The group `pod` belongs to, or None for a pod scheduled on its own."""
+    """The group `pod` belongs to, or None for a pod scheduled on its own.
+
+    `spec.schedulingGroup.podGroupName` (a scheduling.k8s.io/v1beta1 PodGroup) wins over the
+    label `scheduling.x-k8s.io/pod-group` when a pod carries both: the field is the core API's
+    and immutable (the label may change under a pending pod), and it is what kube-scheduler
+    reads. The field is only ever set when the scheduler runs with GenericWorkload: with the
+    gate off the pod parser ignores it (as kube-scheduler does), and the label applies.
+    """
+    if pod.pod_group_name:
+        return GangRef(GangSource.KUBERNETES, pod.namespace, pod.pod_group_name)
     name = pod.labels.get(POD_GROUP_LABEL)
     if name:
         return GangRef(GangSource.SCHEDULER_PLUGINS, pod.namespace, name)
@@ -151,6 +193,113 @@ def parse_pod_group(obj: Mapping[str, Any]) -> PodGroup:
     )
 
 
+# --- scheduling.k8s.io/v1beta1 PodGroup ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupCondition:
+    """A metav1.Condition of a v1beta1 PodGroup's status."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: float | None = None
+    observed_generation: int = 0
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class KubePodGroup:
+    """Kubernetes' scheduling.k8s.io/v1beta1 PodGroup (gate GenericWorkload), reduced to what
+    scheduling reads. Joined by pods through spec.schedulingGroup.podGroupName."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    generation: int
+    created: float
+    """metadata.creationTimestamp, seconds since the epoch."""
+    deleting: bool
+    policy: str
+    """POLICY_GANG or POLICY_BASIC (spec.schedulingPolicy: exactly one is set)."""
+    min_count: int
+    """spec.schedulingPolicy.gang.minCount (validated >= 1); 0 for a basic policy."""
+    disruption_mode: str = DISRUPTION_SINGLE
+    """spec.disruptionMode: {single: {}} -> Single (also the default), {all: {}} -> All."""
+    priority_class_name: str = ""
+    priority: int | None = None
+    """spec.priority, resolved from priorityClassName by the Priority admission plugin."""
+    preemption_policy: str = ""
+    """spec.preemptionPolicy (gate PodGroupPreemptionPolicy); "" when unset."""
+    workload_name: str = ""
+    """spec.workloadRef.workloadName: the Workload whose template made the group."""
+    template_name: str = ""
+    conditions: tuple[PodGroupCondition, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def condition(self, type_: str) -> PodGroupCondition | None:
+        for cond in self.conditions:
+            if cond.type == type_:
+                return cond
+        return None
+
+
+def _disruption_mode(raw: Mapping[str, Any] | None) -> str:
+    if raw and raw.get("all") is not None:
+        return DISRUPTION_ALL
+    return DISRUPTION_SINGLE
+
+
+def parse_kube_pod_group(obj: Mapping[str, Any]) -> KubePodGroup:
+    """A scheduling.k8s.io/v1beta1 PodGroup from its API JSON. The API server validates that
+    exactly one policy is set; an object with neither is a GangParseError."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    policy_raw = spec.get("schedulingPolicy") or {}
+    gang = policy_raw.get("gang")
+    if gang is not None:
+        policy, min_count = POLICY_GANG, int(gang.get("minCount") or 0)
+    elif policy_raw.get("basic") is not None:
+        policy, min_count = POLICY_BASIC, 0
+    else:
+        raise GangParseError("spec.schedulingPolicy: neither gang nor basic is set")
+    priority = spec.get("priority")
+    workload = spec.get("workloadRef") or {}
+    return KubePodGroup(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        uid=meta.get("uid", ""),
+        resource_version=meta.get("resourceVersion", ""),
+        generation=int(meta.get("generation") or 0),
+        created=parse_time(meta.get("creationTimestamp")) or 0.0,
+        deleting=meta.get("deletionTimestamp") is not None,
+        policy=policy,
+        min_count=min_count,
+        disruption_mode=_disruption_mode(spec.get("disruptionMode")),
+        priority_class_name=spec.get("priorityClassName") or "",
+        priority=int(priority) if priority is not None else None,
+        preemption_policy=spec.get("preemptionPolicy") or "",
+        workload_name=workload.get("workloadName") or "",
+        template_name=workload.get("templateName") or "",
+        conditions=tuple(
+            PodGroupCondition(
+                type=c.get("type", ""),
+                status=c.get("status", ""),
+                reason=c.get("reason") or "",
+                message=c.get("message") or "",
+                last_transition_time=parse_time(c.get("lastTransitionTime")),
+                observed_generation=int(c.get("observedGeneration") or 0),
+            )
+            for c in status.get("conditions") or ()
+        ),
+    )
+
+
 # --- the model ------------------------------------------------------------------------------
 
 
@@ -171,6 +320,18 @@ class Gang:
     """How long placed members wait at Permit for the rest; None: the plugin's default."""
     created: float
     disruption_mode: str = DISRUPTION_SINGLE
+    policy: str = POLICY_GANG
+    """POLICY_BASIC: the group exists (its members are not held as "not found") but imposes
+    nothing - each member is scheduled on its own, as kube-scheduler's GangScheduling lets
+    them through; min_member is then 1."""
+    priority_class_name: str = ""
+    priority: int | None = None
+    """The group's own priority (v1beta1 spec.priority); None: the members' priorities."""
+
+    @property
+    def is_gang(self) -> bool:
+        """All or nothing: minMember members must be placed together."""
+        return self.policy == POLICY_GANG
 
     @property
     def ref(self) -> GangRef:
@@ -204,4 +365,30 @@ def gang_from_pod_group(group: PodGroup) -> Gang:
             else None
         ),
         created=group.created,
+    )
+
+
+def gang_from_kube_pod_group(group: KubePodGroup) -> Gang:
+    """A scheduling.k8s.io/v1beta1 PodGroup as a Gang.
+
+    A `gang` policy: min_member = minCount (at least 1). A `basic` policy is no gang: it is a
+    Gang with policy POLICY_BASIC and min_member 1, so the group exists for "is my group
+    there?" (kube-scheduler holds a member until its PodGroup exists, whatever the policy) but
+    quorum, the group cycle and group backoff do not apply (`Gang.is_gang` is False). No
+    minResources (the API has none); the Permit timeout is the plugin's (kube-scheduler's
+    GangScheduling waits 5 minutes)."""
+    basic = group.policy == POLICY_BASIC
+    return Gang(
+        source=GangSource.KUBERNETES,
+        namespace=group.namespace,
+        name=group.name,
+        min_member=1 if basic else max(group.min_count, 1),
+        min_resources=None,
+        min_resource_names=(),
+        schedule_timeout=None,
+        created=group.created,
+        disruption_mode=group.disruption_mode,
+        policy=group.policy,
+        priority_class_name=group.priority_class_name,
+        priority=group.priority,
     )

@@ -123,6 +123,9 @@ class Pod:
     resource_claims: tuple[str, ...] = ()  # spec.resourceClaims[].name
     tolerations: tuple[Toleration, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
+    # spec.schedulingGroup.podGroupName: the scheduling.k8s.io PodGroup the pod belongs to
+    # (gate GenericWorkload; "" when unset, or when the scheduler runs with the gate off).
+    pod_group_name: str = ""
     host_ports: tuple[HostPort, ...] = ()
     # ImageLocality's image sources, normalized: init containers, containers, image volumes.
     image_refs: tuple[str, ...] = ()

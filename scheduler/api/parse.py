@@ -115,8 +115,9 @@ def _node_affinity(
     return required, preferred
 
 
-def parse_pod(obj: JsonView) -> Pod:
-    """Builds a Pod from its API JSON."""
+def parse_pod(obj: JsonView, *, scheduling_group: bool = True) -> Pod:
+    """Builds a Pod from its API JSON. `scheduling_group=False` ignores
+    spec.schedulingGroup, as kube-scheduler does with the GenericWorkload gate off."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -135,6 +136,7 @@ def parse_pod(obj: JsonView) -> Pod:
         raise ParseError(f"spec.affinity: {err}") from err
     spread = _spread_constraints(spec.get("topologySpreadConstraints"))
     priority = spec.get("priority")
+    group = spec.get("schedulingGroup") if scheduling_group else None
     return Pod(
         uid=meta.get("uid", ""),
         namespace=namespace,
@@ -164,6 +166,7 @@ def parse_pod(obj: JsonView) -> Pod:
         resource_claims=tuple(c.get("name", "") for c in spec.get("resourceClaims") or ()),
         tolerations=_tolerations(spec.get("tolerations")),
         scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or ()),
+        pod_group_name=(group.get("podGroupName") or "") if group else "",
         host_ports=_host_ports(spec),
         image_refs=_image_refs(spec),
         required_node_features=infer_for_scheduling(spec),

@@ -2,10 +2,18 @@
 framework GangLister. Built only when a plugin asks for groups (Handle.gangs()), so a profile
 without gang plugins never lists PodGroups.
 
-The CRD may not be installed: its list then answers 404. That is not a reason to stop the
-process (or to wait for a sync that never comes): the informer counts as synced with no groups,
-an error is logged once, `unavailable` says why members are held, and the list is retried in
-the background, so installing the CRD later needs no restart.
+Two sources (scheduler/api/gang.py), one informer each:
+
+* scheduler-plugins' scheduling.x-k8s.io/v1alpha1 PodGroups, always;
+* Kubernetes' scheduling.k8s.io/v1beta1 PodGroups, only when the scheduler runs with
+  GenericWorkload=true (as kube-scheduler, which watches them only then). With the gate off
+  nothing lists them, and pods' spec.schedulingGroup is ignored by the pod parser.
+
+Either API may not be served (the CRD not installed; kube-apiserver without GenericWorkload or
+without --runtime-config=scheduling.k8s.io/v1beta1=true): its list then answers 404. That is
+not a reason to stop the process (or to wait for a sync that never comes): the informer counts
+as synced with no groups, an error is logged once, `unavailable` says why members are held, and
+the list is retried in the background, so serving the API later needs no restart.
 """
 
 from __future__ import annotations
@@ -15,12 +23,16 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler.api.gang import (
+    GENERIC_WORKLOAD,
     Gang,
     GangRef,
     GangSource,
     api_not_installed,
+    gang_from_kube_pod_group,
     gang_from_pod_group,
     gang_ref,
+    gate_disabled,
+    parse_kube_pod_group,
     parse_pod_group,
 )
 from scheduler.api.json_types import Json
@@ -28,14 +40,21 @@ from scheduler.api.objects import Pod
 from scheduler.client.informer import Informer
 from scheduler.client.reflector import ListWatchSpec
 from scheduler.client.rest import RestClient
+from scheduler.features import FeatureGates
 
 #: scheduler-plugins' PodGroups; optional: the CRD may not be installed.
 POD_GROUPS = ListWatchSpec("/apis/scheduling.x-k8s.io/v1alpha1/podgroups", optional=True)
+#: Kubernetes' PodGroups (gate GenericWorkload); optional: a beta API, off by default.
+KUBE_POD_GROUPS = ListWatchSpec("/apis/scheduling.k8s.io/v1beta1/podgroups", optional=True)
 
 
 def _gang(obj: Json) -> Gang:
     """Stored as the Gang the plugins read (parsed and converted once per change)."""
     return gang_from_pod_group(parse_pod_group(obj))
+
+
+def _kube_gang(obj: Json) -> Gang:
+    return gang_from_kube_pod_group(parse_kube_pod_group(obj))
 
 
 class MemberIndex:
@@ -80,21 +99,35 @@ class MemberIndex:
 
 
 class GangInformers:
-    """A framework.gang.GangLister over the PodGroup informer and the member index."""
+    """A framework.gang.GangLister over the PodGroup informers and the member index.
 
-    def __init__(self, rest: RestClient, **kwargs: Any) -> None:
+    `informers` has one informer per source read: scheduler-plugins' always, Kubernetes' with
+    GenericWorkload on (`features`; None: the defaults, gate off)."""
+
+    def __init__(
+        self, rest: RestClient, features: FeatureGates | None = None, **kwargs: Any
+    ) -> None:
         self.informer: Informer[Gang] = Informer(
             rest, POD_GROUPS, _gang, name="podgroups", **kwargs
         )
+        self.informers: dict[GangSource, Informer[Gang]] = {
+            GangSource.SCHEDULER_PLUGINS: self.informer
+        }
+        if (features or FeatureGates()).enabled(GENERIC_WORKLOAD):
+            self.informers[GangSource.KUBERNETES] = Informer(
+                rest, KUBE_POD_GROUPS, _kube_gang, name="podgroups.scheduling.k8s.io", **kwargs
+            )
         self.index = MemberIndex()
 
     def gang(self, ref: GangRef) -> Gang | None:
-        if ref.source != GangSource.SCHEDULER_PLUGINS:
-            return None
-        return self.informer.get(ref.key)
+        informer = self.informers.get(ref.source)
+        return informer.get(ref.key) if informer is not None else None
 
     def unavailable(self, source: GangSource) -> str:
-        if source == GangSource.SCHEDULER_PLUGINS and not self.informer.reflector.served:
+        informer = self.informers.get(source)
+        if informer is None:
+            return gate_disabled(source)
+        if not informer.reflector.served:
             return api_not_installed(source)
         return ""
 

@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 
 from scheduler import __version__, metrics
+from scheduler.api.gang import GENERIC_WORKLOAD, GangSource
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
 from scheduler.api.spread import Service, Workload
@@ -70,6 +71,12 @@ EVENT_FLUSH_ON_STOP = 2.0
 # DelegatingAuthenticationOptions.getClient), never throttled behind the scheduler's calls.
 REVIEW_QPS = 200.0
 REVIEW_BURST = 400
+
+#: The cluster event each PodGroup source's changes become.
+GANG_EVENT_RESOURCES = {
+    GangSource.SCHEDULER_PLUGINS: EventResource.POD_GROUP,
+    GangSource.KUBERNETES: EventResource.KUBE_POD_GROUP,
+}
 
 
 def profile_specs(config: KubeSchedulerConfiguration) -> list[ProfileSpec]:
@@ -177,7 +184,12 @@ class App:
             self.features,
             self.options.pod_max_in_unschedulable_pods_duration,
         )
-        self.pods: Informer[Pod] = pod_informer(self.rest, PodTransform(self.frameworks))
+        self.pods: Informer[Pod] = pod_informer(
+            self.rest,
+            PodTransform(
+                self.frameworks, scheduling_groups=self.features.enabled(GENERIC_WORKLOAD)
+            ),
+        )
         self.nodes: Informer[Node] = node_informer(self.rest, transform_node)
         handlers = EventHandlers(self.cache, self.queue, self.frameworks)
         self._storage_closed = True
@@ -185,9 +197,10 @@ class App:
             for resource, informer in self.storage.informers.items():
                 informer.add_event_handler(*handlers.resource_handlers(EventResource(resource)))
         if self.gangs is not None:
-            self.gangs.informer.add_event_handler(
-                *handlers.resource_handlers(EventResource.POD_GROUP)
-            )
+            for source, informer in self.gangs.informers.items():
+                informer.add_event_handler(
+                    *handlers.resource_handlers(GANG_EVENT_RESOURCES[source])
+                )
             # Before the scheduler's handlers: a pod is a counted member by the time the
             # queue runs PreEnqueue or a QueueingHint for it.
             self.pods.add_event_handler(*self.gangs.index.handlers())
@@ -297,13 +310,13 @@ class App:
                     "Handle.gangs() was first called after the plugins were built; "
                     "a plugin must ask for it in its constructor"
                 )
-            self.gangs = GangInformers(self.rest)
+            self.gangs = GangInformers(self.rest, self.features)
         return self.gangs
 
     def _informers(self) -> list[Informer[Any]]:
         """Every informer, in start order (the pods last: their handlers read the rest)."""
         storage = list(self.storage.informers.values()) if self.storage is not None else []
-        gangs = [self.gangs.informer] if self.gangs is not None else []
+        gangs = list(self.gangs.informers.values()) if self.gangs is not None else []
         return [
             self.namespaces,
             self.pdbs,

@@ -77,6 +77,9 @@ class EventResource(enum.StrEnum):
     #: scheduler-plugins' PodGroup, under the name its Coscheduling registers (a custom
     #: resource's `<resource>.<version>.<group>`).
     POD_GROUP = "podgroups.v1alpha1.scheduling.x-k8s.io"
+    #: Kubernetes' scheduling.k8s.io/v1beta1 PodGroup (gate GenericWorkload), under
+    #: kube-scheduler's name (fwk.PodGroup).
+    KUBE_POD_GROUP = "scheduling.k8s.io/PodGroup"
     WILDCARD = "*"
 
 

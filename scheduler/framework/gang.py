@@ -12,8 +12,10 @@ from scheduler.api.gang import (
     Gang,
     GangRef,
     GangSource,
+    KubePodGroup,
     PodGroup,
     api_not_installed,
+    gang_from_kube_pod_group,
     gang_from_pod_group,
     gang_ref,
 )
@@ -74,15 +76,15 @@ class PodGroupInfo:
 @dataclass
 class StaticGangs:
     """A GangLister over fixed dictionaries: the default when no informer is wired (no groups)
-    and the lister of unit tests. `add` PodGroups / Gangs and member pods; `missing` marks a
-    source whose API is not served."""
+    and the lister of unit tests. `add` PodGroups (either API) / Gangs and member pods;
+    `missing` marks a source whose API is not served."""
 
     gangs: dict[GangRef, Gang] = field(default_factory=dict)
     pods: dict[GangRef, dict[str, Pod]] = field(default_factory=dict)
     missing: set[GangSource] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, *objects: PodGroup | Gang | Pod) -> StaticGangs:
+    def add(self, *objects: PodGroup | KubePodGroup | Gang | Pod) -> StaticGangs:
         """Adds (or replaces) groups and member pods; returns self for chaining."""
         with self._lock:
             for obj in objects:
@@ -91,7 +93,12 @@ class StaticGangs:
                     if ref is not None:
                         self.pods.setdefault(ref, {})[obj.uid] = obj
                     continue
-                gang = gang_from_pod_group(obj) if isinstance(obj, PodGroup) else obj
+                if isinstance(obj, PodGroup):
+                    gang = gang_from_pod_group(obj)
+                elif isinstance(obj, KubePodGroup):
+                    gang = gang_from_kube_pod_group(obj)
+                else:
+                    gang = obj
                 self.gangs[gang.ref] = gang
         return self
 

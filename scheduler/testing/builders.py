@@ -44,6 +44,7 @@ def pod_json(
     conditions: list[dict[str, str]] | None = None,
     topology_spread_constraints: list[dict[str, Any]] | None = None,
     owner_references: list[dict[str, Any]] | None = None,
+    pod_group_name: str = "",
 ) -> dict[str, Any]:
     """A pod as the API server would return it, with only the given fields set."""
     reqs = dict(requests or {})
@@ -76,6 +77,8 @@ def pod_json(
         spec["schedulingGates"] = [{"name": g} for g in scheduling_gates]
     if preemption_policy is not None:
         spec["preemptionPolicy"] = preemption_policy
+    if pod_group_name:
+        spec["schedulingGroup"] = {"podGroupName": pod_group_name}
     if topology_spread_constraints:
         spec["topologySpreadConstraints"] = topology_spread_constraints
     status: dict[str, Any] = {"phase": "Running" if start_time else "Pending"}
