@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from scheduler.api.gang import Gang, GangRef, gang_ref
+from scheduler.api.gang import Gang, GangRef, GangSource, gang_ref
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -54,20 +54,22 @@ class Coscheduling:
         self.args = args or CoschedulingArgs()
         self.handle = handle
         self.gangs = handle.gangs()  # here: the process watches PodGroups from now on
-        self.tracker = GangTracker(handle, NAME, float(self.args.pod_group_backoff_seconds))
+        self.tracker = GangTracker(
+            handle, NAME, float(self.args.pod_group_backoff_seconds), GangSource.SCHEDULER_PLUGINS
+        )
         self.reject_threshold = self.args.pod_group_reject_percentage / 100.0
 
     def close(self) -> None:
         self.tracker.close()
 
     def _gang(self, pod: Pod) -> tuple[GangRef | None, Gang | None]:
-        ref = gang_ref(pod)
+        ref = self.tracker.ref(pod)
         return ref, (self.gangs.gang(ref) if ref is not None else None)
 
     # --- the group cycle (PodGroupPlugin) ---------------------------------------------------
 
     def pod_group(self, pod: Pod) -> PodGroupInfo | None:
-        ref = gang_ref(pod)
+        ref = self.tracker.ref(pod)
         if ref is None:
             return None
         gang = self.gangs.gang(ref)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.gang import POD_GROUP_LABEL, Gang, GangRef, gang_ref
+from scheduler.api.gang import POD_GROUP_LABEL, Gang, GangRef, GangSource, gang_ref
 from scheduler.api.objects import Pod
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
 from scheduler.clock import Timer
@@ -47,13 +47,22 @@ class GangTracker:
     order puts it behind groups that have not) and until when it backs off. Thread-safe:
     Unreserve runs on binding threads and timers, the queue order on any thread."""
 
-    def __init__(self, handle: Handle, plugin: str, backoff_seconds: float) -> None:
+    def __init__(
+        self, handle: Handle, plugin: str, backoff_seconds: float, source: GangSource
+    ) -> None:
         self.handle = handle
         self.plugin = plugin
+        self.source = source
         self.backoff_seconds = backoff_seconds
         self._lock = threading.Lock()
         self._failed_at: dict[GangRef, float] = {}
         self._backoff: dict[GangRef, tuple[float, Timer]] = {}
+
+    def ref(self, pod: Pod) -> GangRef | None:
+        """The pod's group if it comes from this plugin's API; a pod of the other API's group
+        is not this plugin's member (each source has its own plugin)."""
+        ref = gang_ref(pod)
+        return ref if ref is not None and ref.source == self.source else None
 
     # --- failures and backoff ---------------------------------------------------------------
 
@@ -115,7 +124,7 @@ class GangTracker:
         the group, then the pod: a group's members sit together in activeQ. A pod outside any
         group sorts by its first attempt, under its own key."""
         pod = info.pod
-        ref = gang_ref(pod)
+        ref = self.ref(pod)
         first_seen = (
             info.initial_attempt_timestamp
             if info.initial_attempt_timestamp is not None

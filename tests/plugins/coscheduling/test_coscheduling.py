@@ -140,6 +140,16 @@ def test_pre_enqueue_lets_pods_outside_groups_pass() -> None:
     assert plugin_with(FakeHandle()).pre_enqueue(make_pod("alone")) is None
 
 
+def test_pods_of_a_kubernetes_podgroup_are_not_coschedulings_members() -> None:
+    """A pod naming a scheduling.k8s.io/v1beta1 PodGroup (spec.schedulingGroup) belongs to
+    that API's plugin (GangScheduling), even with the scheduler-plugins label as well."""
+    plugin = plugin_with(FakeHandle())
+    pod = make_pod("k", pod_group_name="kube-group", labels={POD_GROUP_LABEL: "ghost"})
+    assert gang_ref(pod) == GangRef(GangSource.KUBERNETES, "default", "kube-group")
+    assert plugin.pre_enqueue(pod) is None
+    assert plugin.pod_group(pod) is None
+
+
 def test_pre_enqueue_holds_a_member_of_a_missing_group() -> None:
     status = plugin_with(FakeHandle()).pre_enqueue(member("m", "ghost"))
     assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
