@@ -94,6 +94,15 @@ def bound(core_v1: k8s.CoreV1Api, namespace: str, group: str) -> list[k8s.V1Pod]
     return [p for p in pods if p.spec.node_name]
 
 
+def wait_bound(core_v1: k8s.CoreV1Api, namespace: str, group: str, count: int, what: str) -> None:
+    """Polls until `count` members of `group` are bound (a minute at most)."""
+    wait_for(
+        lambda: len(bound(core_v1, namespace, group)) == count or "not all bound",
+        timeout=60,
+        what=what,
+    )
+
+
 def members(core_v1: k8s.CoreV1Api, namespace: str, group: str) -> list[k8s.V1Pod]:
     return list(core_v1.list_namespaced_pod(namespace, label_selector=f"{LABEL}={group}").items)
 
@@ -129,11 +138,7 @@ def test_a_group_is_held_until_its_members_exist_then_starts_together(
     wait_for(nine_held, timeout=30, what="nine members held at PreEnqueue")
     assert bound(core_v1, namespace, "train") == []
     core_v1.create_namespaced_pod(namespace, member("train-9", "train", scheduler, tag))
-    wait_for(
-        lambda: len(bound(core_v1, namespace, "train")) == 10 or "not all bound",
-        timeout=60,
-        what="the whole group bound",
-    )
+    wait_bound(core_v1, namespace, "train", 10, "the whole group bound")
     attempts = metric_value(
         proc.metrics(), "kube_pysched_gang_attempts_total", {"result": "scheduled"}
     )
@@ -161,11 +166,7 @@ def test_a_group_that_cannot_fit_places_none_then_retries_when_nodes_come(
     assert "of 10 members placed (0 already bound)" in message
     assert "Insufficient cpu" in message
     kwok_nodes(1, cpu="4", labels={NODE_LABEL: tag})
-    wait_for(
-        lambda: len(bound(core_v1, namespace, "big")) == 10 or "not all bound",
-        timeout=60,
-        what="the group bound whole once a third node came",
-    )
+    wait_bound(core_v1, namespace, "big", 10, "the group bound whole once a third node came")
 
 
 def test_two_groups_that_fit_one_at_a_time_never_deadlock(
@@ -216,11 +217,7 @@ def play_round(
     core_v1.delete_collection_namespaced_pod(
         namespace, label_selector=f"{LABEL}={winner}", grace_period_seconds=0
     )
-    wait_for(
-        lambda: len(bound(core_v1, namespace, loser)) == 6 or "second group not bound",
-        timeout=60,
-        what=f"round {round_no}: the second group bound whole",
-    )
+    wait_bound(core_v1, namespace, loser, 6, f"round {round_no}: the second group bound whole")
     core_v1.delete_collection_namespaced_pod(
         namespace, label_selector=f"{LABEL}={loser}", grace_period_seconds=0
     )
@@ -253,11 +250,7 @@ def test_a_jobs_pods_join_a_group_unchanged(
         "spec": {"parallelism": 4, "completions": 4, "template": template},
     }
     k8s.BatchV1Api(api_client).create_namespaced_job(namespace, job)
-    wait_for(
-        lambda: len(bound(core_v1, namespace, "job")) == 4 or "not all bound",
-        timeout=60,
-        what="the Job's four pods bound",
-    )
+    wait_bound(core_v1, namespace, "job", 4, "the Job's four pods bound")
 
 
 def test_podgroup_status_follows_the_group(
@@ -311,11 +304,7 @@ def test_a_node_deleted_under_a_running_group(
         core_v1.create_namespaced_pod(
             namespace, member(f"resilient-{i}", "resilient", scheduler, tag, cpu="2")
         )
-    wait_for(
-        lambda: len(bound(core_v1, namespace, "resilient")) == 4 or "not all bound",
-        timeout=60,
-        what="the group bound",
-    )
+    wait_bound(core_v1, namespace, "resilient", 4, "the group bound")
     placed = bound(core_v1, namespace, "resilient")
     victim_node = placed[0].spec.node_name
     lost = [p.metadata.name for p in placed if p.spec.node_name == victim_node]
