@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from scheduler import metrics
@@ -144,34 +145,13 @@ class DefaultPreemption:
         if status is not None:
             return [], 0, status
 
-        potential.sort(key=importance_key(time.time()))
-        violating, non_violating = split_by_pdb_violation(potential, pdbs)
-        victims: list[Pod] = []
-
-        def reprieve(victim: Pod) -> tuple[bool, Status | None]:
-            if (status := add(victim)) is not None:
-                return False, status
-            fits = handle.run_filter_plugins_with_nominated_pods(state, pod, node_info) is None
-            if not fits:
-                if (status := remove(victim)) is not None:
-                    return False, status
-                victims.append(victim)
-            return fits, None
-
-        num_violating = 0
-        for victim in violating:
-            fits, error = reprieve(victim)
-            if error is not None:
-                return [], 0, error
-            if not fits:
-                num_violating += 1
-        for victim in non_violating:
-            _, error = reprieve(victim)
-            if error is not None:
-                return [], 0, error
-        if violating and non_violating:
-            victims.sort(key=importance_key(time.time()))
-        return victims, num_violating, None
+        return _reprieve_walk(
+            potential,
+            pdbs,
+            add,
+            remove,
+            lambda: handle.run_filter_plugins_with_nominated_pods(state, pod, node_info) is None,
+        )
 
 
 def _select_by_counting(
@@ -194,24 +174,61 @@ def _select_by_counting(
     if status is not None:
         return [], 0, status
 
+    def add(victim: Pod) -> None:
+        nonlocal count
+        requested.add(victim.requests)
+        count += 1
+
+    def remove(victim: Pod) -> None:
+        nonlocal count
+        requested.add(victim.requests, -1)
+        count -= 1
+
+    return _reprieve_walk(
+        potential,
+        pdbs,
+        add,
+        remove,
+        lambda: counting.with_nominated(state, pod, node_info, requested, count, nominated) is None,
+    )
+
+
+def _reprieve_walk(
+    potential: list[Pod],
+    pdbs: list[PodDisruptionBudget],
+    add: Callable[[Pod], Status | None],
+    remove: Callable[[Pod], Status | None],
+    fits: Callable[[], bool],
+) -> tuple[list[Pod], int, Status | None]:
+    """selectVictimsOnNode's reprieve walk, once every potential victim is removed and the pod
+    fits: most important first, PDB-violating ones before the others, each added back and kept
+    if the pod still fits, else removed again and made a victim. `add`/`remove` change the
+    caller's view of the node (a copied NodeInfo, or CountingFilter's two numbers); an error
+    from them ends the walk."""
     potential.sort(key=importance_key(time.time()))
     violating, non_violating = split_by_pdb_violation(potential, pdbs)
     victims: list[Pod] = []
 
-    def reprieve(victim: Pod) -> bool:
-        nonlocal count
-        requested.add(victim.requests)
-        count += 1
-        fits = counting.with_nominated(state, pod, node_info, requested, count, nominated) is None
-        if not fits:
-            requested.add(victim.requests, -1)
-            count -= 1
+    def reprieve(victim: Pod) -> tuple[bool, Status | None]:
+        if (status := add(victim)) is not None:
+            return False, status
+        if not (ok := fits()):
+            if (status := remove(victim)) is not None:
+                return False, status
             victims.append(victim)
-        return fits
+        return ok, None
 
-    num_violating = sum(not reprieve(victim) for victim in violating)
+    num_violating = 0
+    for victim in violating:
+        ok, error = reprieve(victim)
+        if error is not None:
+            return [], 0, error
+        if not ok:
+            num_violating += 1
     for victim in non_violating:
-        reprieve(victim)
+        _, error = reprieve(victim)
+        if error is not None:
+            return [], 0, error
     if violating and non_violating:
         victims.sort(key=importance_key(time.time()))
     return victims, num_violating, None
