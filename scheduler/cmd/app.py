@@ -176,7 +176,7 @@ class App:
         )
         self.storage: StorageInformers | None = None
         self.gangs: GangInformers | None = None
-        self._storage_closed = False
+        self._plugins_built = False
         self.frameworks = build_frameworks(config, self.registry, services)
         self.queue = build_queue(
             self.frameworks,
@@ -192,7 +192,7 @@ class App:
         )
         self.nodes: Informer[Node] = node_informer(self.rest, transform_node)
         handlers = EventHandlers(self.cache, self.queue, self.frameworks)
-        self._storage_closed = True
+        self._plugins_built = True
         if self.storage is not None:
             for resource, informer in self.storage.informers.items():
                 informer.add_event_handler(*handlers.resource_handlers(EventResource(resource)))
@@ -294,24 +294,25 @@ class App:
     def _storage_lister(self) -> StorageLister:
         """The storage informers, built on a plugin's first request while plugins are built."""
         if self.storage is None:
-            if self._storage_closed:
-                raise RuntimeError(
-                    "Handle.storage() was first called after the plugins were built; "
-                    "a plugin must ask for it in its constructor"
-                )
+            self._require_plugins_being_built("Handle.storage()")
             self.storage = StorageInformers(self.rest)
         return self.storage
 
     def _gang_lister(self) -> GangLister:
         """The PodGroup informer, built on a plugin's first request while plugins are built."""
         if self.gangs is None:
-            if self._storage_closed:
-                raise RuntimeError(
-                    "Handle.gangs() was first called after the plugins were built; "
-                    "a plugin must ask for it in its constructor"
-                )
+            self._require_plugins_being_built("Handle.gangs()")
             self.gangs = GangInformers(self.rest, self.features)
         return self.gangs
+
+    def _require_plugins_being_built(self, call: str) -> None:
+        """Informers asked for by plugins are wired to the event handlers once the plugins are
+        built; one asked for later would never be."""
+        if self._plugins_built:
+            raise RuntimeError(
+                f"{call} was first called after the plugins were built; "
+                "a plugin must ask for it in its constructor"
+            )
 
     def _informers(self) -> list[Informer[Any]]:
         """Every informer, in start order (the pods last: their handlers read the rest)."""

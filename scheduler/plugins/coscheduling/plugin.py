@@ -69,11 +69,8 @@ class Coscheduling:
     # --- the group cycle (PodGroupPlugin) ---------------------------------------------------
 
     def pod_group(self, pod: Pod) -> PodGroupInfo | None:
-        ref = self.tracker.ref(pod)
-        if ref is None:
-            return None
-        gang = self.gangs.gang(ref)
-        if gang is None:
+        ref, gang = self._gang(pod)
+        if ref is None or gang is None:
             return None
         return PodGroupInfo(ref, gang.min_member, ref.key, NAME)
 
