@@ -27,7 +27,8 @@ from kubernetes import config as k8s_config
 
 from controller import __version__
 from controller.operator import PodGroupController, register
-from controller.podgroup import GROUP, PLURAL, POD_GROUP_LABEL, VERSION
+from controller.podgroup import GROUP, PLURAL, VERSION
+from scheduler.api.gang import POD_GROUP_LABEL
 
 logger = logging.getLogger("kube_pysched_controller")
 

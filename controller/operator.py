@@ -27,7 +27,6 @@ from controller.podgroup import (
     FAILED,
     GROUP,
     PLURAL,
-    POD_GROUP_LABEL,
     VERSION,
     Group,
     Member,
@@ -37,6 +36,7 @@ from controller.podgroup import (
     release_message,
     transition_message,
 )
+from scheduler.api.gang import POD_GROUP_LABEL
 
 logger = logging.getLogger("kube_pysched_controller")
 

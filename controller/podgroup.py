@@ -19,8 +19,6 @@ VERSION = "v1alpha1"
 PLURAL = "podgroups"
 KIND = "PodGroup"
 API_VERSION = f"{GROUP}/{VERSION}"
-#: The label that makes a pod a member of the PodGroup it names (same namespace).
-POD_GROUP_LABEL = f"{GROUP}/pod-group"
 
 PENDING = "Pending"
 SCHEDULING = "Scheduling"
