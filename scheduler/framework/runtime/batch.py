@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,7 @@ from scheduler.framework.node_table import NodeTable
 from scheduler.framework.runtime.score_points import RawScores
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo
+from scheduler.logging import debug_enabled
 
 log = structlog.get_logger(__name__)
 
@@ -169,6 +170,18 @@ class OpportunisticBatch:
         profile = fwk.profile_name
         self._hint_timer = metrics.get_node_hint_duration.labels("hint", profile)
         self._no_hint_timer = metrics.get_node_hint_duration.labels("no_hint", profile)
+        self._children: dict[tuple[object, str], Any] = {}
+
+    def _child(self, family: Any, label: str = "") -> Any:
+        """The profile's child of a batch metric family (with `label` after the profile when
+        given), made on first use as upstream's WithLabelValues and kept: labels() is costly
+        on a path every cycle takes."""
+        key = (family, label)
+        child = self._children.get(key)
+        if child is None:
+            labels = (self._fwk.profile_name, label) if label else (self._fwk.profile_name,)
+            child = self._children[key] = family.labels(*labels)
+        return child
 
     @property
     def rng(self) -> np.random.Generator:
@@ -188,7 +201,7 @@ class OpportunisticBatch:
             if hint:
                 self._hint_timer.observe(time.perf_counter() - start)
             else:
-                metrics.batch_attempts.labels(self._fwk.profile_name, metrics.BATCH_NO_HINT).inc()
+                self._child(metrics.batch_attempts, metrics.BATCH_NO_HINT).inc()
                 self._no_hint_timer.observe(time.perf_counter() - start)
         return hint
 
@@ -203,18 +216,17 @@ class OpportunisticBatch:
         """Records the cycle's outcome and keeps `others` (the scored nodes not chosen; only
         their number when the pod has no signature, as they are not worth sorting then)."""
         start = time.perf_counter()
-        profile = self._fwk.profile_name
         try:
             self._last_cycle = cycle
             self._last_chosen = chosen
             self._last_succeeded = True
             if hinted and hinted == chosen:
                 # The kept nodes are still right: the hinted one was popped.
-                metrics.batch_attempts.labels(profile, metrics.BATCH_HINT_USED).inc()
+                self._child(metrics.batch_attempts, metrics.BATCH_HINT_USED).inc()
                 self.batched_pods += 1
                 return
             if hinted:
-                metrics.batch_attempts.labels(profile, metrics.BATCH_HINT_NOT_USED).inc()
+                self._child(metrics.batch_attempts, metrics.BATCH_HINT_NOT_USED).inc()
             count = others if isinstance(others, int) else len(others) if others else 0
             if signature is not None and isinstance(others, SortedScoredNodes) and count:
                 self._signature = signature
@@ -224,7 +236,7 @@ class OpportunisticBatch:
             self._flush(cycle, FLUSH_POD_NOT_BATCHABLE if count else FLUSH_EMPTY_LIST)
             self._sorted = None
         finally:
-            metrics.store_schedule_results_duration.labels(profile).observe(
+            self._child(metrics.store_schedule_results_duration).observe(
                 time.perf_counter() - start
             )
 
@@ -234,10 +246,11 @@ class OpportunisticBatch:
         self._sorted = None
 
     def _flush(self, cycle: int, reason: str) -> None:
-        metrics.batch_cache_flushed.labels(self._fwk.profile_name, reason).inc()
-        log.debug(
-            "batch state unusable", profile=self._fwk.profile_name, cycle=cycle, reason=reason
-        )
+        self._child(metrics.batch_cache_flushed, reason).inc()
+        if debug_enabled():  # a flush may happen every cycle: no line built for nothing
+            log.debug(
+                "batch state unusable", profile=self._fwk.profile_name, cycle=cycle, reason=reason
+            )
 
     def _compatible(self, pod: Pod, signature: bytes | None, cycle: int) -> bool:
         """Whether the kept state applies to this pod (batchStateCompatible)."""
@@ -279,9 +292,8 @@ class OpportunisticBatch:
     def _rescore(self, pod: Pod, state: CycleState, cycle: int, chosen: NodeInfo) -> bool:
         """Puts the last chosen node back among the kept ones with fresh scores, normalized
         again over all of them (rescoreHintedNode)."""
-        profile = self._fwk.profile_name
         start = time.perf_counter()
-        metrics.batch_rescore_attempts.labels(profile).inc()
+        self._child(metrics.batch_rescore_attempts).inc()
         try:
             assert self._sorted is not None
             rows, raw = self._sorted.remaining()
@@ -323,4 +335,4 @@ class OpportunisticBatch:
             self._sorted = SortedScoredNodes(table, all_rows, merged, totals, self._rng)
             return True
         finally:
-            metrics.batch_rescore_duration.labels(profile).observe(time.perf_counter() - start)
+            self._child(metrics.batch_rescore_duration).observe(time.perf_counter() - start)
