@@ -318,20 +318,26 @@ class SchedulingQueue:
                     if pinfo is None:
                         continue
                     self._metrics.incoming(ACTIVE, POP_FROM_BACKOFF_Q)
-                pinfo.attempts += 1
-                if not self._in_flight.add_pod(pinfo.pod):
-                    log.error(
-                        "the same pod is tracked in multiple places; discarding it",
-                        pod=pinfo.pod.key,
-                    )
-                    self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
-                    continue
-                self._cycle += 1
-                self._metrics.forget_unschedulable_reasons(pinfo)
-                if pinfo.initial_attempt_timestamp is None:
-                    pinfo.initial_attempt_timestamp = self._clock.now()
+                started = self._start_attempt(pinfo)
                 self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
-                return pinfo
+                if started:
+                    return pinfo
+
+    def _start_attempt(self, pinfo: QueuedPodInfo) -> bool:
+        """A pod leaves the queue for a scheduling attempt (pop, take_pod_group): one more
+        attempt, in flight, a cycle of its own. False (and the pod discarded) if it was in
+        flight already."""
+        pinfo.attempts += 1
+        if not self._in_flight.add_pod(pinfo.pod):
+            log.error(
+                "the same pod is tracked in multiple places; discarding it", pod=pinfo.pod.key
+            )
+            return False
+        self._cycle += 1
+        self._metrics.forget_unschedulable_reasons(pinfo)
+        if pinfo.initial_attempt_timestamp is None:
+            pinfo.initial_attempt_timestamp = self._clock.now()
+        return True
 
     def take_pod_group(self, uids: Iterable[str]) -> list[QueuedPodInfo]:
         """Takes the listed pods (a group's pending members) out of activeQ, backoffQ and the
@@ -360,14 +366,7 @@ class SchedulingQueue:
                     self._unschedulable.delete(uid)
                 taken.append(pinfo)
             taken.sort(key=self._active_key)
-            now = self._clock.now()
-            for pinfo in taken:
-                pinfo.attempts += 1
-                self._in_flight.add_pod(pinfo.pod)
-                self._cycle += 1
-                self._metrics.forget_unschedulable_reasons(pinfo)
-                if pinfo.initial_attempt_timestamp is None:
-                    pinfo.initial_attempt_timestamp = now
+            taken = [pinfo for pinfo in taken if self._start_attempt(pinfo)]
             if taken:
                 self._metrics.set_pending(self._active, self._backoff, self._unschedulable)
             return taken
