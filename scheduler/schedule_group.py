@@ -11,8 +11,10 @@ group's message. The loop is the only thread that assumes pods, so between two l
 group holds either its quorum or nothing it assumed: two groups cannot deadlock each holding
 part of what they need.
 
-No member runs PostFilter (preemption) here: a member must never preempt for a group that
-cannot fit whole; group-aware preemption is to come.
+No member runs PostFilter (preemption) on its own: a member must never preempt for a group
+that cannot fit whole. Instead a group that ends below its quorum asks the profile's
+PodGroupPostFilter plugins (DefaultPreemption) once, for all its members, inside a snapshot
+simulation: room is made for the whole group or for none of it (docs/gang.md, "Preemption").
 """
 
 from __future__ import annotations
@@ -23,12 +25,21 @@ from dataclasses import dataclass
 import structlog
 
 from scheduler import metrics
-from scheduler.algorithm import ScheduleResult
+from scheduler.algorithm import NoNodesAvailableError, ScheduleResult, SchedulingError
+from scheduler.api.objects import replace_pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.gang import GangMembers, PodGroupInfo
+from scheduler.framework.interface import GroupAssignments, ProposedAssignment
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import CLEAR_NOMINATED_NODE, Diagnosis, FitError, QueuedPodInfo
+from scheduler.framework.types import (
+    CLEAR_NOMINATED_NODE,
+    Diagnosis,
+    FitError,
+    NominatingInfo,
+    NominatingMode,
+    QueuedPodInfo,
+)
 from scheduler.logging import v_enabled
 from scheduler.schedule_one import Failure, ScheduleOne
 
@@ -145,24 +156,93 @@ class GroupCycle:
 
         # Below quorum: nothing placed here may outlive this step.
         self._revert(fwk, placed)
-        fwk.group_failed(group)
         message = group_message(group, counted, unplaced)
+        errors = any(not u.failure.status.is_rejected() for u in unplaced)
+        nominations: dict[str, str] = {}
+        if not errors and fwk.pod_group_post_filter_plugins:
+            made, pf_status = self._preempt(fwk, group, tried, cycle)
+            nominations = made or {}
+            if pf_status.message():
+                message = f"{message}; {pf_status.message()}"
+        if not nominations:
+            fwk.group_failed(group)
         if v_enabled(2):
             log.info("unable to schedule pod group; waiting", group=group.name, err=message)
         status = Status(Code.UNSCHEDULABLE, message, plugin=group.plugin)
-        for p in placed:
-            fit = _group_fit(p.pinfo, group, len(one.s.snapshot), None)
-            one.handle_scheduling_failure(
-                fwk, p.pinfo, status, fit, CLEAR_NOMINATED_NODE, p.start, message=message
+        own_fits = {u.pinfo.pod.uid: u.failure.fit for u in unplaced}
+        for pinfo, start in [
+            *((p.pinfo, p.start) for p in placed),
+            *((u.pinfo, u.start) for u in unplaced),
+        ]:
+            uid = pinfo.pod.uid
+            fit = _group_fit(pinfo, group, len(one.s.snapshot), own_fits.get(uid))
+            nominating = (
+                NominatingInfo(nominations[uid], NominatingMode.OVERRIDE)
+                if nominations.get(uid)
+                else CLEAR_NOMINATED_NODE
             )
-        errors = False
-        for u in unplaced:
-            errors = errors or not u.failure.status.is_rejected()
-            fit = _group_fit(u.pinfo, group, len(one.s.snapshot), u.failure.fit)
             one.handle_scheduling_failure(
-                fwk, u.pinfo, status, fit, CLEAR_NOMINATED_NODE, u.start, message=message
+                fwk, pinfo, status, fit, nominating, start, message=message
             )
         return metrics.ERROR if errors else metrics.UNSCHEDULABLE
+
+    def _preempt(
+        self, fwk: Framework, group: PodGroupInfo, tried: list[QueuedPodInfo], cycle: int
+    ) -> tuple[dict[str, str] | None, Status]:
+        """Asks the profile's PodGroupPostFilter plugins to make room for the whole group, on
+        the snapshot without this attempt's placements, inside a simulation that undoes what
+        they change. The first that succeeds decides."""
+        one = self.one
+        snapshot = one.s.snapshot
+        one.s.cache.update_snapshot(snapshot)
+        already = fwk.gang_members(group.key).placed
+
+        def schedule_group() -> GroupAssignments:
+            """The members placed one after another on the simulated snapshot, each seeing the
+            earlier ones; removed again before returning."""
+            assignments: list[ProposedAssignment] = []
+            try:
+                for i, pinfo in enumerate(tried):
+                    state = one.new_cycle_state()
+                    try:
+                        result = one.s.algorithm.schedule_pod(fwk, state, pinfo, cycle + i)
+                    except (FitError, NoNodesAvailableError):
+                        continue
+                    except SchedulingError as err:
+                        return GroupAssignments(tuple(assignments), err.status)
+                    host = result.suggested_host
+                    snapshot.add_pod(replace_pod(pinfo.pod, node_name=host), host)
+                    assignments.append(ProposedAssignment(pinfo.pod, host, state))
+            finally:
+                for a in reversed(assignments):
+                    snapshot.remove_pod(a.pod, a.node_name)
+            fits = already + len(assignments)
+            if fits >= group.min_member:
+                return GroupAssignments(tuple(assignments), None)
+            return GroupAssignments(
+                tuple(assignments),
+                Status(
+                    Code.UNSCHEDULABLE,
+                    f"PodGroup {group.name}: {fits} of {group.min_member} members would fit "
+                    "even with every lower-priority pod evicted",
+                ),
+            )
+
+        members = [p.pod for p in tried]
+        status = Status(Code.UNSCHEDULABLE)
+        try:
+            with snapshot.simulation():
+                for plugin in fwk.pod_group_post_filter_plugins:
+                    found, status = plugin.post_filter_pod_group(group, members, schedule_group)
+                    if status.is_success():
+                        return found, status
+        except Exception as err:
+            log.exception("group preemption failed", group=group.name)
+            return None, Status.as_error(err)
+        finally:
+            if fwk.batch is not None:
+                fwk.batch.discard()
+        return None, status
 
     def _revert(self, fwk: Framework, placed: list[Placement]) -> None:
         """Unreserves and forgets the placements, the last first."""

@@ -158,6 +158,7 @@ class Harness:
             storage=lambda: self.storage,
             gangs=lambda: self.gangs,
             gang_members=self.cache.gang_members,
+            watched_gangs=lambda: self.gangs,
             clock=self.clock,
         )
         self.fwk = Framework(spec or profile_spec(), plugins or registry(), services)

@@ -327,6 +327,8 @@ class Gang:
     priority_class_name: str = ""
     priority: int | None = None
     """The group's own priority (v1beta1 spec.priority); None: the members' priorities."""
+    preemption_policy: str = ""
+    """v1beta1 spec.preemptionPolicy ("" when unset: the members' own decide)."""
 
     @property
     def is_gang(self) -> bool:
@@ -391,4 +393,5 @@ def gang_from_kube_pod_group(group: KubePodGroup) -> Gang:
         policy=group.policy,
         priority_class_name=group.priority_class_name,
         priority=group.priority,
+        preemption_policy=group.preemption_policy,
     )

@@ -173,6 +173,7 @@ class App:
             storage=self._storage_lister,
             gangs=self._gang_lister,
             gang_members=self.cache.gang_members,
+            watched_gangs=lambda: self.gangs,
         )
         self.storage: StorageInformers | None = None
         self.gangs: GangInformers | None = None

@@ -10,6 +10,7 @@ has no batch form or returns None from it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -251,6 +252,43 @@ class PodGroupPlugin(Plugin, Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class ProposedAssignment:
+    """A pending member of a group and the node the algorithm found for it, with the cycle
+    state it was found with (what a preemption plugin re-checks the member's filters on)."""
+
+    pod: Pod
+    node_name: str
+    state: CycleState
+
+
+@dataclass(frozen=True, slots=True)
+class GroupAssignments:
+    """Where a group's pending members would go (members that fit nowhere have none) and
+    whether that reaches the group's quorum (`status` None) or why not."""
+
+    assignments: tuple[ProposedAssignment, ...]
+    status: Status | None
+
+
+@runtime_checkable
+class PodGroupPostFilterPlugin(Plugin, Protocol):
+    """A plugin that makes room for a whole group (kube-scheduler's PodGroupPostFilter):
+    called when a group cycle ended below the quorum, with the group's pending members."""
+
+    def post_filter_pod_group(
+        self,
+        group: PodGroupInfo,
+        members: list[Pod],
+        schedule_group: Callable[[], GroupAssignments],
+    ) -> tuple[dict[str, str] | None, Status]:
+        """Member uid -> nominated node and Success when room is being made (victims evicted),
+        else None and why not. Runs inside the loop's snapshot simulation: the plugin may add
+        and remove pods on `Handle.snapshot()` (all undone after); `schedule_group` places
+        the members on the snapshot as it is then."""
+        ...
+
+
 class WaitingPod(Protocol):
     pod: Pod
 
@@ -274,6 +312,14 @@ class SnapshotLister(Protocol):
 
     @property
     def table(self) -> NodeTable: ...
+
+    def add_pod(self, pod: Pod, node_name: str) -> NodeInfo:
+        """Only inside the loop's simulation (group preemption): undone when it ends."""
+        ...
+
+    def remove_pod(self, pod: Pod, node_name: str) -> NodeInfo:
+        """Only inside the loop's simulation (group preemption): undone when it ends."""
+        ...
 
 
 class PodNominator(Protocol):
@@ -387,6 +433,12 @@ class Handle(Protocol):
 
     def gangs(self) -> GangLister:
         """The pod groups (see GangLister); calling it makes the process watch PodGroups."""
+        ...
+
+    def watched_gangs(self) -> GangLister | None:
+        """The pod groups if a plugin made the process watch them (a gang plugin in some
+        profile), else None; unlike gangs() it never starts a watch (preemption reads groups
+        only where they exist)."""
         ...
 
     def gang_members(self, ref: GangRef) -> GangMembers:

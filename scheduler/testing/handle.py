@@ -124,6 +124,9 @@ class FakeHandle:
     def gang_members(self, ref: GangRef) -> GangMembers:
         return self.cache.gang_members(ref)
 
+    def watched_gangs(self) -> StaticGangs:
+        return self.static_gangs
+
     def activate(self, pods: Iterable[Pod]) -> None:
         self.activated.extend(pods)
 

@@ -1,7 +1,8 @@
 """Pure preemption rules: victim order, PDB accounting, and the choice between candidate nodes.
 
-These follow kube-scheduler's framework/preemption helpers (pod-level victims only: pod groups
-and workload-aware preemption are not implemented here).
+These follow kube-scheduler's framework/preemption helpers. A victim *unit* is what is evicted
+as one (workload-aware preemption): a pod, or every placed pod of a group whose members may
+only go together (docs/gang.md, "Preemption").
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from scheduler.api.gang import DISRUPTION_ALL, Gang, GangRef, GangSource, gang_ref
 from scheduler.api.objects import Pod, PodDisruptionBudget
+from scheduler.framework.gang import GangLister, GangMembers
 
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
@@ -80,6 +83,97 @@ def _spends_past_budget(pod: Pod, pdbs: Sequence[PodDisruptionBudget], allowed: 
         if allowed[i] < 0:
             return True
     return False
+
+
+#: Importance ranks of units at equal priority (kube-scheduler's victimRank): a group's pod
+#: (either disruption mode) outranks a pod of no group.
+KIND_POD = 1
+KIND_GROUP = 2
+
+
+@dataclass(frozen=True, slots=True)
+class VictimUnit:
+    """Pods evicted together, with the priority preemption compares (the group's own for a
+    v1beta1 group, as kube-scheduler's GetPodPriority)."""
+
+    pods: tuple[Pod, ...]
+    priority: int
+    kind: int = KIND_POD
+
+    def earliest_start(self, now: float) -> float:
+        return min(start_time(p, now) for p in self.pods)
+
+
+def unit_importance_key(now: float) -> Callable[[VictimUnit], tuple[int, int, int, float]]:
+    """Most important first (kube-scheduler's MoreImportantVictim): higher priority, then a
+    group before a lone pod, then more pods, then started earlier."""
+    return lambda u: (-u.priority, -u.kind, -len(u.pods), u.earliest_start(now))
+
+
+def group_priority(gang: Gang, pod: Pod) -> int:
+    """The priority a group's pod is preempted at: a v1beta1 group's own (0 when unset, as
+    kube-scheduler's PodGroupPriority), else the pod's."""
+    if gang.source == GangSource.KUBERNETES:
+        return gang.priority if gang.priority is not None else 0
+    return pod.priority
+
+
+def evicted_whole(gang: Gang) -> bool:
+    """A group whose placed pods are one victim: a v1beta1 group with disruptionMode All,
+    and every scheduler-plugins gang (it has no such field; kube-pysched's rule: a gang
+    left below minMember holds its nodes and does nothing, so it goes whole or not at all)."""
+    if gang.source == GangSource.KUBERNETES:
+        return gang.disruption_mode == DISRUPTION_ALL
+    return gang.is_gang
+
+
+def victim_units(
+    pods: Iterable[Pod],
+    gangs: GangLister | None,
+    placed: Callable[[GangRef], GangMembers],
+) -> list[VictimUnit]:
+    """`pods` as units: each pod alone, except that a pod of a group evicted whole brings
+    every placed pod of its group (`placed`, wherever they run) as one unit, listed once.
+    Without `gangs` (no process watches groups) every pod is alone at its own priority."""
+    units: list[VictimUnit] = []
+    seen: set[object] = set()
+    for pod in pods:
+        ref = gang_ref(pod) if gangs is not None else None
+        gang = gangs.gang(ref) if gangs is not None and ref is not None else None
+        if gang is None:
+            units.append(VictimUnit((pod,), pod.priority))
+            continue
+        priority = group_priority(gang, pod)
+        if not evicted_whole(gang):
+            units.append(VictimUnit((pod,), priority, KIND_GROUP))
+            continue
+        if gang.ref in seen:
+            continue
+        seen.add(gang.ref)
+        members = placed(gang.ref)
+        group_pods = tuple(p for p in (*members.bound, *members.assumed) if p.node_name)
+        if not any(p.uid == pod.uid for p in group_pods):
+            group_pods = (*group_pods, pod)
+        units.append(VictimUnit(group_pods, priority, KIND_GROUP))
+    return units
+
+
+def split_units_by_pdb_violation(
+    units: Sequence[VictimUnit], pdbs: Sequence[PodDisruptionBudget]
+) -> tuple[list[tuple[VictimUnit, int]], list[VictimUnit]]:
+    """(violating units with how many of their pods violate, non-violating units), in the given
+    order; budgets are spent as in split_by_pdb_violation. A unit is violating if any of its
+    pods is: it goes whole or stays whole."""
+    allowed = [pdb.disruptions_allowed for pdb in pdbs]
+    violating: list[tuple[VictimUnit, int]] = []
+    non_violating: list[VictimUnit] = []
+    for unit in units:
+        count = sum(1 for pod in unit.pods if _spends_past_budget(pod, pdbs, allowed))
+        if count:
+            violating.append((unit, count))
+        else:
+            non_violating.append(unit)
+    return violating, non_violating
 
 
 def _earliest_start_of_top_priority(victims: Sequence[Pod], now: float) -> float:

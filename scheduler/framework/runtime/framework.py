@@ -31,6 +31,7 @@ from scheduler.framework.interface import (
     EventRecorder,
     Plugin,
     PodGroupPlugin,
+    PodGroupPostFilterPlugin,
     PodNominator,
     QueueSortPlugin,
     SnapshotLister,
@@ -71,6 +72,8 @@ class FrameworkServices:
     # Called when a plugin first asks for pod groups (the process then watches PodGroups).
     gangs: Callable[[], GangLister] = StaticGangs
     gang_members: Callable[[GangRef], GangMembers] = lambda _ref: NO_MEMBERS
+    # The pod groups if some plugin asked for them (never starts a watch).
+    watched_gangs: Callable[[], GangLister | None] = lambda: None
     # Opportunistic batching's clock (the age of its kept nodes), and gang timers'.
     clock: Clock = field(default_factory=RealClock)
 
@@ -93,6 +96,10 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
         #: then the loop never looks further).
         self.pod_group_plugins: tuple[PodGroupPlugin, ...] = tuple(
             p for p in self.plugins.values() if isinstance(p, PodGroupPlugin)
+        )
+        #: The PostFilter plugins that can make room for a whole group (DefaultPreemption).
+        self.pod_group_post_filter_plugins: tuple[PodGroupPostFilterPlugin, ...] = tuple(
+            p for p in self.post_filter_plugins if isinstance(p, PodGroupPostFilterPlugin)
         )
         self._signers = signing_plugins(
             [profile.pre_filter, profile.filter, profile.pre_score, profile.score]
@@ -152,6 +159,9 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
 
     def gang_members(self, ref: GangRef) -> GangMembers:
         return self._services.gang_members(ref)
+
+    def watched_gangs(self) -> GangLister | None:
+        return self._services.watched_gangs()
 
     def activate(self, pods: Iterable[Pod]) -> None:
         if self._activate is not None:

@@ -22,9 +22,11 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
 )
-from scheduler.framework.interface import CountingCheck, Handle
+from scheduler.framework.gang import PodGroupInfo
+from scheduler.framework.interface import CountingCheck, GroupAssignments, Handle
 from scheduler.framework.preemption.evaluator import Evaluator
 from scheduler.framework.preemption.executor import Executor
+from scheduler.framework.preemption.group import GroupEvaluator
 from scheduler.framework.preemption.victims import (
     importance_key,
     pod_terminating_by_preemption,
@@ -50,6 +52,7 @@ class DefaultPreemption:
         self.async_enabled = handle.features.enabled(ASYNC_GATE)
         self.executor = Executor(handle, NAME, async_enabled=self.async_enabled)
         self.evaluator = Evaluator(handle, self, self.executor)
+        self.group_evaluator = GroupEvaluator(handle, self.executor)
 
     # --- extension points -------------------------------------------------------------------
 
@@ -64,6 +67,22 @@ class DefaultPreemption:
         if message:
             return result, Status(status.code, f"preemption: {message}", error=status.error)
         return result, status
+
+    def post_filter_pod_group(
+        self,
+        group: PodGroupInfo,
+        members: list[Pod],
+        schedule_group: Callable[[], GroupAssignments],
+    ) -> tuple[dict[str, str] | None, Status]:
+        """Room for a whole group that could not reach its quorum (GroupEvaluator)."""
+        try:
+            nominations, status = self.group_evaluator.preempt(group, members, schedule_group)
+        finally:
+            metrics.preemption_attempts.inc()
+        message = status.message()
+        if message:
+            return nominations, Status(status.code, f"preemption: {message}", error=status.error)
+        return nominations, status
 
     def close(self) -> None:
         """Stops taking preemption jobs; running ones finish their API calls."""
