@@ -234,3 +234,29 @@ def test_a_snapshot_simulation_is_undone_when_it_ends() -> None:
     assert [int(c) for c in snapshot.table.req_cpu] == [1000, 1000]
     with pytest.raises(RuntimeError):
         snapshot.add_pod(extra, "b")
+
+
+@pytest.mark.parametrize(("mode", "evicted"), [("all", 2), ("single", 1)])
+def test_a_lone_pod_preempting_a_group_member_follows_the_groups_disruption_mode(
+    h: Harness, mode: str, evicted: int
+) -> None:
+    for node in ("a", "b"):
+        h.add_node(make_node(node, cpu="1"))
+    h.gangs.add(
+        parse_kube_pod_group(kube_pod_group_json("v", priority=0, disruptionMode={mode: {}}))
+    )
+    for i, node in enumerate(("a", "b")):
+        h.add_assigned_pod(replace_pod(running(f"v-{i}", node), pod_group_name="v"))
+    h.add_pod(make_pod("hp", uid="uid-hp", cpu="1", priority=10))
+    h.schedule_next()
+    assert len(h.api.deletes) == evicted
+    h.api.wait_for(lambda: "default/hp" in nominations(h))
+
+
+def test_a_lone_pod_does_not_take_a_group_member_of_higher_group_priority(h: Harness) -> None:
+    h.add_node(make_node("a", cpu="1"))
+    h.gangs.add(parse_kube_pod_group(kube_pod_group_json("v", priority=100)))
+    h.add_assigned_pod(replace_pod(running("v-0", "a", priority=0), pod_group_name="v"))
+    h.add_pod(make_pod("hp", uid="uid-hp", cpu="1", priority=10))
+    h.schedule_next()
+    assert h.api.deletes == []

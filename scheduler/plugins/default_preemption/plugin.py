@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler import metrics
+from scheduler.api.gang import gang_ref
 from scheduler.api.objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -22,15 +23,19 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
 )
-from scheduler.framework.gang import PodGroupInfo
+from scheduler.framework.gang import GangLister, PodGroupInfo
 from scheduler.framework.interface import CountingCheck, GroupAssignments, Handle
 from scheduler.framework.preemption.evaluator import Evaluator
 from scheduler.framework.preemption.executor import Executor
 from scheduler.framework.preemption.group import GroupEvaluator
 from scheduler.framework.preemption.victims import (
+    VictimUnit,
     importance_key,
     pod_terminating_by_preemption,
     split_by_pdb_violation,
+    split_units_by_pdb_violation,
+    unit_importance_key,
+    victim_units,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeToStatus, PostFilterResult
@@ -141,6 +146,9 @@ class DefaultPreemption:
         """The fewest lower-priority pods to evict from `node_info`; works on copies of it
         and of `state`, made only once the node has potential victims."""
         handle = self._handle
+        gangs = handle.watched_gangs()
+        if gangs is not None and any(gang_ref(p) is not None for p in node_info.pods):
+            return self._select_units_on_node(state, pod, node_info, pdbs, gangs)
         potential = [p for p in node_info.pods if p.priority < pod.priority]
         if not potential:
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
@@ -171,6 +179,85 @@ class DefaultPreemption:
             remove,
             lambda: handle.run_filter_plugins_with_nominated_pods(state, pod, node_info) is None,
         )
+
+    def _select_units_on_node(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        pdbs: list[PodDisruptionBudget],
+        gangs: GangLister,
+    ) -> tuple[list[Pod], int, Status | None]:
+        """select_victims_on_node when pods of groups run on the node (workload-aware, as
+        kube-scheduler with GenericWorkload): victims are units (victim_units) at their
+        groups' priority, a group evicted whole bringing its pods on other nodes too; those
+        are removed for the pod's PreFilter state (spreading, affinity) while only this node's
+        Filter decides."""
+        handle = self._handle
+        units = [
+            u
+            for u in victim_units(node_info.pods, gangs, handle.gang_members)
+            if u.priority < pod.priority
+        ]
+        if not units:
+            return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
+        state, node_info = state.clone(), node_info.snapshot()
+        snapshot = handle.snapshot()
+        here = node_info.name
+
+        def change(unit: VictimUnit, sign: int) -> Status | None:
+            for victim in unit.pods:
+                info = node_info if victim.node_name == here else snapshot.get(victim.node_name)
+                if info is None:
+                    continue
+                if victim.node_name == here:
+                    if sign > 0:
+                        info.add_pod(victim)
+                    else:
+                        info.remove_pod(victim)
+                run = (
+                    handle.run_pre_filter_extension_add_pod
+                    if sign > 0
+                    else handle.run_pre_filter_extension_remove_pod
+                )
+                if (status := run(state, pod, victim, info)) is not None:
+                    return status
+            return None
+
+        for unit in units:
+            if (status := change(unit, -1)) is not None:
+                return [], 0, status
+        status = handle.run_filter_plugins_with_nominated_pods(state, pod, node_info)
+        if status is not None:
+            return [], 0, status
+        now = time.time()
+        units.sort(key=unit_importance_key(now))
+        violating, non_violating = split_units_by_pdb_violation(units, pdbs)
+        chosen: list[VictimUnit] = []
+        num_violating = 0
+
+        def reprieve(unit: VictimUnit) -> tuple[bool, Status | None]:
+            if (status := change(unit, 1)) is not None:
+                return False, status
+            if handle.run_filter_plugins_with_nominated_pods(state, pod, node_info) is None:
+                return True, None
+            if (status := change(unit, -1)) is not None:
+                return False, status
+            chosen.append(unit)
+            return False, None
+
+        for unit, count in violating:
+            kept, error = reprieve(unit)
+            if error is not None:
+                return [], 0, error
+            if not kept:
+                num_violating += count
+        for unit in non_violating:
+            _, error = reprieve(unit)
+            if error is not None:
+                return [], 0, error
+        chosen.sort(key=unit_importance_key(now))
+        return [p for unit in chosen for p in unit.pods], num_violating, None
 
 
 def _select_by_counting(
