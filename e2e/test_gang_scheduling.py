@@ -32,6 +32,7 @@ from e2e.podgroups import (
     controllers_fixture,  # noqa: F401 (the `controllers` fixture)
     create_podgroup,
 )
+from e2e.preemption_scenarios import create_priority_classes, delete_priority_classes
 from e2e.pysched import Pysched, default_config, metric_value
 from e2e.workload import pod_manifest, pod_scheduled_condition
 
@@ -328,3 +329,59 @@ def test_a_node_deleted_under_a_running_group(
         return len(pods) == 4 or f"{len(pods)} of 4 bound"
 
     wait_for(replaced, timeout=60, what="the replacements bound")
+
+
+@pytest.mark.parametrize("victims_form_a_gang", [False, True], ids=["lone-victims", "gang-victims"])
+def test_a_higher_priority_group_preempts_once_for_all_its_members(
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    gang_env: Callable[[int, str], tuple[str, str, Pysched]],
+    victims_form_a_gang: bool,
+) -> None:
+    """Two 2-CPU nodes full of four 1-CPU low-priority pods; a high-priority group of two
+    1-CPU members (minMember 2) preempts in one step: lone victims, only the two it needs
+    (each member nominated where one left); a running gang (minMember 4), the whole gang
+    (docs/gang.md: a gang goes whole or not at all). Then the group binds."""
+    scheduler, tag, _ = gang_env(2, "2")
+    classes = create_priority_classes(api_client, (100, 1000))
+    try:
+        low_labels = {LABEL: "low"} if victims_form_a_gang else {"e2e-low": tag}
+        if victims_form_a_gang:
+            create_podgroup(api_client, namespace, "low", 4)
+        for i in range(4):
+            manifest = pod_manifest(
+                f"low-{i}",
+                scheduler_name=scheduler,
+                cpu="1",
+                labels=low_labels,
+                node_selector={NODE_LABEL: tag},
+                priority_class=classes[100],
+            )
+            core_v1.create_namespaced_pod(namespace, manifest)
+        selector = ",".join(f"{k}={v}" for k, v in low_labels.items())
+
+        def low_pods() -> list[k8s.V1Pod]:
+            pods = core_v1.list_namespaced_pod(namespace, label_selector=selector).items
+            return [p for p in pods if p.metadata.deletion_timestamp is None]
+
+        wait_for(
+            lambda: sum(1 for p in low_pods() if p.spec.node_name) == 4 or "not all bound",
+            timeout=60,
+            what="the low-priority pods bound",
+        )
+        create_podgroup(api_client, namespace, "urgent", 2)
+        for i in range(2):
+            manifest = member(f"urgent-{i}", "urgent", scheduler, tag)
+            manifest["spec"]["priorityClassName"] = classes[1000]
+            core_v1.create_namespaced_pod(namespace, manifest)
+        wait_bound(core_v1, namespace, "urgent", 2, "the preempting group bound")
+        survivors = 0 if victims_form_a_gang else 2
+        wait_for(
+            lambda: len(low_pods()) == survivors or f"{len(low_pods())} low pods left",
+            timeout=60,
+            what="the victims gone",
+        )
+        assert all(p.spec.node_name for p in low_pods())
+    finally:
+        delete_priority_classes(api_client, classes)
