@@ -123,6 +123,10 @@ class GangInformers:
         informer = self.informers.get(ref.source)
         return informer.get(ref.key) if informer is not None else None
 
+    def invalid(self, ref: GangRef) -> str:
+        informer = self.informers.get(ref.source)
+        return informer.store.rejected(ref.key) if informer is not None else ""
+
     def unavailable(self, source: GangSource) -> str:
         informer = self.informers.get(source)
         if informer is None:

@@ -85,6 +85,9 @@ class InformerStore(Generic[T]):
         self.synced = threading.Event()
         self.transform_errors = 0
         self.handler_errors = 0
+        #: Why an object present in the API could not be used, by key (until it changes into
+        #: one that can, or goes): what readers tell users instead of "not found".
+        self._rejected: dict[str, str] = {}
 
     # --- handlers ---------------------------------------------------------------------------
 
@@ -139,16 +142,23 @@ class InformerStore(Generic[T]):
     def __len__(self) -> int:
         return len(self._objects)
 
+    def rejected(self, key: str) -> str:
+        """Why the object `key` could not be used ("" when it could, or does not exist)."""
+        return self._rejected.get(key, "")
+
     # --- ReflectorStore ---------------------------------------------------------------------
 
     def _parse(self, key: str, raw: Json) -> tuple[bool, T | None]:
         """(ok, transformed); ok is False when the transform raised."""
         try:
-            return True, self._transform(raw)
+            obj = self._transform(raw)
         except Exception as err:
             self.transform_errors += 1
+            self._rejected[key] = str(err)
             log.error("cannot use object, skipping it", informer=self.name, key=key, error=str(err))
             return False, None
+        self._rejected.pop(key, None)
+        return True, obj
 
     def _upsert(self, key: str, rv: str, raw: Json) -> None:
         ok, obj = self._parse(key, raw)
@@ -173,11 +183,11 @@ class InformerStore(Generic[T]):
         rv = (obj.get("metadata") or {}).get("resourceVersion") or ""
         if event_type == DELETED:
             old = self._objects.pop(key, None)
-            if old is None:
-                return
-            self._versions.pop(key, None)
-            ok, final = self._parse(key, obj)
-            self._deleted(key, final if ok and final is not None else old)
+            if old is not None:
+                self._versions.pop(key, None)
+                ok, final = self._parse(key, obj)
+                self._deleted(key, final if ok and final is not None else old)
+            self._rejected.pop(key, None)
             return
         if rv and self._versions.get(key) == rv:
             return
@@ -194,6 +204,8 @@ class InformerStore(Generic[T]):
             if rv and versions.get(key) == rv:
                 continue
             self._upsert(key, rv, raw)
+        for key in [k for k in self._rejected if k not in seen]:
+            del self._rejected[key]
         gone = [k for k in self._objects if k not in seen]
         for key in gone:
             old = self._objects.pop(key)

@@ -30,6 +30,11 @@ class GangLister(Protocol):
         """The group `ref` names; None when it does not exist (or its API is not served)."""
         ...
 
+    def invalid(self, ref: GangRef) -> str:
+        """Why the group `ref` names exists but cannot be used (e.g. a minResources quantity
+        that does not parse); "" when it can, or does not exist."""
+        ...
+
     def unavailable(self, source: GangSource) -> str:
         """Why the groups of `source` cannot be read (its API is not served); "" when they can."""
         ...
@@ -82,6 +87,7 @@ class StaticGangs:
     gangs: dict[GangRef, Gang] = field(default_factory=dict)
     pods: dict[GangRef, dict[str, Pod]] = field(default_factory=dict)
     missing: set[GangSource] = field(default_factory=set)
+    rejected: dict[GangRef, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, *objects: PodGroup | KubePodGroup | Gang | Pod) -> StaticGangs:
@@ -115,6 +121,9 @@ class StaticGangs:
         if ref.source in self.missing:
             return None
         return self.gangs.get(ref)
+
+    def invalid(self, ref: GangRef) -> str:
+        return self.rejected.get(ref, "")
 
     def unavailable(self, source: GangSource) -> str:
         return api_not_installed(source) if source in self.missing else ""

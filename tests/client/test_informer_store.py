@@ -137,6 +137,22 @@ def test_unparseable_objects_are_skipped_and_the_stream_goes_on(
     assert store.get("ns/bad") is None
 
 
+def test_why_an_object_was_rejected_is_kept_until_it_is_fixed_or_gone(
+    store: InformerStore[Item],
+) -> None:
+    store.replace([obj("bad", "1", color="bad"), obj("gone", "1", color="bad")], "1")
+    assert store.rejected("ns/bad") and store.rejected("ns/gone")
+    assert store.rejected("ns/never") == ""
+    store.replace([obj("bad", "1", color="bad")], "2")  # "gone" left the list
+    assert store.rejected("ns/gone") == ""
+    store.apply("MODIFIED", obj("bad", "3", color="red"))
+    assert store.rejected("ns/bad") == "" and store.get("ns/bad") is not None
+    store.apply("MODIFIED", obj("bad", "4", color="bad"))
+    assert store.rejected("ns/bad")
+    store.apply("DELETED", obj("bad", "5", color="bad"))
+    assert store.rejected("ns/bad") == ""
+
+
 def test_a_deleted_object_whose_final_state_is_unparseable_is_delivered_as_last_known(
     store: InformerStore[Item],
 ) -> None:

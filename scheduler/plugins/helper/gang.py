@@ -153,6 +153,9 @@ class GangTracker:
         if why:
             return f"pod {pod.key} names PodGroup {ref.key} (label {POD_GROUP_LABEL}), but {why}"
         if gang is None:
+            invalid = gangs.invalid(ref)
+            if invalid:
+                return f"PodGroup {ref.key} is invalid: {invalid}"
             return f"PodGroup {ref.key} not found"
         members = gangs.members(ref)
         counted = sum(1 for p in members if not p.scheduling_gates and p.uid != pod.uid)

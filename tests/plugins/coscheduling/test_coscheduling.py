@@ -156,6 +156,17 @@ def test_pre_enqueue_holds_a_member_of_a_missing_group() -> None:
     assert status.message() == "PodGroup default/ghost not found"
 
 
+def test_pre_enqueue_says_why_a_group_that_exists_cannot_be_used() -> None:
+    handle = FakeHandle()
+    ref = GangRef(GangSource.SCHEDULER_PLUGINS, "default", "broken")
+    handle.gangs().rejected[ref] = "spec.minResources: quantity 'lots' is not valid"
+    status = plugin_with(handle).pre_enqueue(member("m", "broken"))
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert status.message() == (
+        "PodGroup default/broken is invalid: spec.minResources: quantity 'lots' is not valid"
+    )
+
+
 def test_pre_enqueue_holds_members_while_the_podgroup_api_is_not_installed() -> None:
     handle = FakeHandle()
     handle.static_gangs.missing.add(GangSource.SCHEDULER_PLUGINS)
