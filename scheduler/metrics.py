@@ -447,6 +447,20 @@ gang_members_per_attempt = Histogram(
     buckets=exponential_buckets(1, 2, 11),
     registry=REGISTRY,
 )
+gang_wait = Histogram(
+    "kube_pysched_gang_wait_seconds",
+    "How long a pod group waited to be placed: from the first attempt of the earliest member "
+    "of its successful group cycle to that cycle (a gang's members never wait at Permit for "
+    "each other: they reach it together).",
+    buckets=exponential_buckets(0.01, 2, 20),
+    registry=REGISTRY,
+)
+gang_groups_waiting = Gauge(
+    "kube_pysched_gang_groups_waiting",
+    "Pod groups whose last group cycle ended below minMember (or waits for its preemption) "
+    "and that still have pending members.",
+    registry=REGISTRY,
+)
 leader_election_master_status = Gauge(
     "leader_election_master_status",
     "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 indicates "

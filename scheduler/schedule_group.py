@@ -19,6 +19,7 @@ simulation: room is made for the whole group or for none of it (docs/gang.md, "P
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ import structlog
 
 from scheduler import metrics
 from scheduler.algorithm import NoNodesAvailableError, ScheduleResult, SchedulingError
+from scheduler.api.gang import GangRef
 from scheduler.api.objects import replace_pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.gang import GangMembers, PodGroupInfo
@@ -83,6 +85,33 @@ class GroupCycle:
 
     def __init__(self, one: ScheduleOne) -> None:
         self.one = one
+        self._lock = threading.Lock()
+        #: Groups whose last cycle ended below the quorum (kube_pysched_gang_groups_waiting).
+        self._waiting: dict[GangRef, Framework] = {}
+        metrics.gang_groups_waiting.set_function(self.groups_waiting)
+
+    def groups_waiting(self) -> int:
+        """Groups whose last cycle failed and that still have pending members; groups whose
+        pending members are gone (deleted, or bound by another way) are forgotten here.
+        Called on the metrics thread."""
+        with self._lock:
+            waiting = list(self._waiting.items())
+        gone = [
+            ref
+            for ref, fwk in waiting
+            if not any(not p.node_name for p in fwk.gangs().members(ref))
+        ]
+        with self._lock:
+            for ref in gone:
+                self._waiting.pop(ref, None)
+        return len(waiting) - len(gone)
+
+    def _record(self, fwk: Framework, group: PodGroupInfo, waiting: bool) -> None:
+        with self._lock:
+            if waiting:
+                self._waiting[group.key] = fwk
+            else:
+                self._waiting.pop(group.key, None)
 
     def __call__(self, fwk: Framework, group: PodGroupInfo, first: QueuedPodInfo) -> None:
         one = self.one
@@ -148,6 +177,17 @@ class GroupCycle:
 
         if counted.placed >= group.min_member:
             fwk.group_placed(group)
+            self._record(fwk, group, waiting=False)
+            first = min(
+                (
+                    m.initial_attempt_timestamp
+                    for m in tried
+                    if m.initial_attempt_timestamp is not None
+                ),
+                default=None,
+            )
+            if first is not None:
+                metrics.gang_wait.observe(max(one.s.clock.now() - first, 0.0))
             for p in placed:
                 one.permit_and_bind(fwk, p.state, p.pinfo, p.assumed, p.result, p.start)
             for u in unplaced:
@@ -166,6 +206,7 @@ class GroupCycle:
                 message = f"{message}; {pf_status.message()}"
         if not nominations:
             fwk.group_failed(group)
+        self._record(fwk, group, waiting=True)
         if v_enabled(2):
             log.info("unable to schedule pod group; waiting", group=group.name, err=message)
         status = Status(Code.UNSCHEDULABLE, message, plugin=group.plugin)

@@ -16,7 +16,7 @@ from scheduler.api.objects import Pod, replace_pod
 from scheduler.backend.cache import CacheError
 from scheduler.framework.gang import GangMembers, PodGroupInfo
 from scheduler.framework.status import Code, Status
-from scheduler.schedule_group import Unplaced, group_message
+from scheduler.schedule_group import GroupCycle, Unplaced, group_message
 from scheduler.schedule_one import Failure
 from scheduler.testing import make_node
 from tests.core_harness import Harness, poll
@@ -295,3 +295,25 @@ def test_pods_outside_groups_do_not_enter_the_group_cycle(h: Harness) -> None:
     )
     assert after == before
     poll(lambda: h.queue.in_flight_pods() == [], "the binding cycle to finish")
+
+
+def test_groups_waiting_and_the_wait_of_a_placed_group_are_measured() -> None:
+    h = harness({"podGroupBackoffSeconds": 5})
+    try:
+        h.add_node(make_node("a", cpu="2"))
+        add_group(h, "g", 3, 3)
+        h.schedule_next()
+        cycle = h.scheduler.schedule_one_pod.group_cycle
+        assert isinstance(cycle, GroupCycle) and cycle.groups_waiting() == 1
+        assert sample("kube_pysched_gang_groups_waiting") == 1
+        waits = sample("kube_pysched_gang_wait_seconds_count")
+        waited = sample("kube_pysched_gang_wait_seconds_sum")
+        h.add_node(make_node("b", cpu="2"))
+        h.clock.step(5)  # the backoff ends: the members are activated
+        assert drain(h) == 1
+        assert placed(h, "g") == 3
+        assert cycle.groups_waiting() == 0
+        assert sample("kube_pysched_gang_wait_seconds_count") == waits + 1
+        assert sample("kube_pysched_gang_wait_seconds_sum") - waited == 5
+    finally:
+        h.close()
