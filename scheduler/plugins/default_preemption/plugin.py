@@ -68,10 +68,7 @@ class DefaultPreemption:
             result, status = self.evaluator.preempt(state, pod, node_to_status)
         finally:
             metrics.preemption_attempts.inc()
-        message = status.message()
-        if message:
-            return result, Status(status.code, f"preemption: {message}", error=status.error)
-        return result, status
+        return result, _prefixed(status)
 
     def post_filter_pod_group(
         self,
@@ -84,10 +81,7 @@ class DefaultPreemption:
             nominations, status = self.group_evaluator.preempt(group, members, schedule_group)
         finally:
             metrics.preemption_attempts.inc()
-        message = status.message()
-        if message:
-            return nominations, Status(status.code, f"preemption: {message}", error=status.error)
-        return nominations, status
+        return nominations, _prefixed(status)
 
     def close(self) -> None:
         """Stops taking preemption jobs; running ones finish their API calls."""
@@ -258,6 +252,15 @@ class DefaultPreemption:
                 return [], 0, error
         chosen.sort(key=unit_importance_key(now))
         return [p for unit in chosen for p in unit.pods], num_violating, None
+
+
+def _prefixed(status: Status) -> Status:
+    """The status with its message (if any) marked as preemption's, as kube-scheduler shows
+    it after the scheduling failure's."""
+    message = status.message()
+    if not message:
+        return status
+    return Status(status.code, f"preemption: {message}", error=status.error)
 
 
 def _select_by_counting(
