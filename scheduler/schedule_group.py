@@ -18,12 +18,20 @@ cannot fit whole; group-aware preemption is to come.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 
 import structlog
 
 from scheduler import metrics
 from scheduler.algorithm import ScheduleResult
+from scheduler.api.gang import (
+    REASON_SCHEDULED,
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    pod_group_condition_patch,
+)
+from scheduler.backend.api_dispatcher import POD_GROUP_STATUS_PATCH
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.gang import GangMembers, PodGroupInfo
 from scheduler.framework.runtime import Framework
@@ -67,6 +75,73 @@ def group_message(group: PodGroupInfo, members: GangMembers, unplaced: list[Unpl
     return f"{text}; no other member is pending"
 
 
+@dataclass(frozen=True, slots=True)
+class GroupMessages:
+    """What a group attempt that ended below quorum tells: the group's own message (the log
+    line, a v1beta1 PodGroup's condition) and each member's PodScheduled=False message and
+    FailedScheduling event (the group's unless `members` has one for the pod's uid)."""
+
+    group: str
+    members: dict[str, str] = field(default_factory=dict)
+
+    def member(self, uid: str) -> str:
+        return self.members.get(uid, self.group)
+
+
+def group_messages(
+    group: PodGroupInfo,
+    counted: GangMembers,
+    tried: list[QueuedPodInfo],
+    placed: list[Placement],
+    unplaced: list[Unplaced],
+) -> GroupMessages:
+    """The messages of a group attempt below quorum, per source (docs/gang.md, "Messages"):
+    kube-scheduler's for a Kubernetes v1beta1 PodGroup, kube-pysched's own (`group_message`,
+    the same for every member) for a scheduler-plugins PodGroup."""
+    if group.kubernetes_api:
+        return _kube_scheduler_messages(group, counted, tried, placed, unplaced)
+    return GroupMessages(group_message(group, counted, unplaced))
+
+
+def _kube_scheduler_messages(
+    group: PodGroupInfo,
+    counted: GangMembers,
+    tried: list[QueuedPodInfo],
+    placed: list[Placement],
+    unplaced: list[Unplaced],
+) -> GroupMessages:
+    """kube-scheduler v1.37's texts. Its pod group cycle counts scheduled (bound + assumed) and
+    remaining members as it goes, in queue order, and stops at the first member after which
+    minCount can no longer be reached: the group's message then says so with those counts
+    (GangScheduling's PlacementFeasible). A member it placed before stopping gets
+    `pod group is unschedulable, <group's message>`, one that found no node keeps its own
+    failure, one after the stop (never tried there) gets the group's message. kube-pysched
+    tries every member, then replays that count to find where kube-scheduler stops."""
+    min_count = group.min_member
+    placed_uids = {p.pinfo.pod.uid for p in placed}
+    own = {u.pinfo.pod.uid: u.failure.message() for u in unplaced}
+    scheduled = counted.placed - len(placed)
+    remaining = len(tried)
+    evaluated: list[QueuedPodInfo] = []
+    if scheduled + remaining >= min_count:
+        for pinfo in tried:
+            evaluated.append(pinfo)
+            remaining -= 1
+            scheduled += pinfo.pod.uid in placed_uids
+            if scheduled + remaining < min_count:
+                break
+    text = (
+        f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+    )
+    members: dict[str, str] = {}
+    for pinfo in evaluated:
+        uid = pinfo.pod.uid
+        members[uid] = (
+            f"pod group is unschedulable, {text}" if uid in placed_uids else own.get(uid, text)
+        )
+    return GroupMessages(text, members)
+
+
 class GroupCycle:
     """Plugged into ScheduleOne by the Scheduler; reuses its steps."""
 
@@ -94,8 +169,44 @@ class GroupCycle:
         try:
             result = self._run(fwk, group, members, cycle)
         finally:
+            elapsed = time.perf_counter() - start
             metrics.gang_attempts.labels(result).inc()
-            metrics.gang_attempt_duration.labels(result).observe(time.perf_counter() - start)
+            metrics.gang_attempt_duration.labels(result).observe(elapsed)
+            if group.kubernetes_api:
+                profile = fwk.profile_name
+                metrics.podgroup_schedule_attempts.labels(result, profile).inc()
+                metrics.podgroup_scheduling_attempt_duration.labels(result, profile).observe(
+                    elapsed
+                )
+
+    def _set_condition(
+        self, fwk: Framework, group: PodGroupInfo, result: str, message: str
+    ) -> None:
+        """A v1beta1 PodGroup's PodGroupInitiallyScheduled after an attempt, as kube-scheduler
+        sets it (True/Scheduled, False/Unschedulable, False/SchedulerError): patched through
+        the API dispatcher, off the loop; not sent when it would change nothing or would turn
+        a True condition False. A failed patch is logged and counted by the dispatcher."""
+        if not group.kubernetes_api:
+            return
+        gang = fwk.gangs().gang(group.key)
+        if gang is None:
+            return
+        if result == metrics.SCHEDULED:
+            status, reason, message = "True", REASON_SCHEDULED, ""
+        elif result == metrics.UNSCHEDULABLE:
+            status, reason = "False", REASON_UNSCHEDULABLE
+        else:
+            status, reason = "False", REASON_SCHEDULER_ERROR
+        s = self.one.s
+        patch = pod_group_condition_patch(gang, status, reason, message, s.clock.now())
+        if patch is None:
+            return
+        key = group.key
+        s.dispatcher.submit(
+            POD_GROUP_STATUS_PATCH,
+            f"podgroup:{key.source.value}/{key.key}",
+            partial(s.api.patch_pod_group_status, key.namespace, key.name, patch),
+        )
 
     def _run(
         self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo], cycle: int
@@ -105,6 +216,7 @@ class GroupCycle:
         unplaced: list[Unplaced] = []
         tried: list[QueuedPodInfo] = []
         reached = -1
+        algorithm_start = time.perf_counter()
         try:
             for i, pinfo in enumerate(members):
                 reached = i
@@ -132,8 +244,13 @@ class GroupCycle:
                 one.handle_scheduling_failure(
                     fwk, pinfo, status, None, CLEAR_NOMINATED_NODE, time.perf_counter()
                 )
+            self._set_condition(fwk, group, metrics.ERROR, status.message())
             return metrics.ERROR
         metrics.gang_members_per_attempt.observe(len(tried))
+        if group.kubernetes_api:
+            metrics.podgroup_scheduling_algorithm_duration.observe(
+                time.perf_counter() - algorithm_start
+            )
 
         if counted.placed >= group.min_member:
             fwk.group_placed(group)
@@ -141,28 +258,44 @@ class GroupCycle:
                 one.permit_and_bind(fwk, p.state, p.pinfo, p.assumed, p.result, p.start)
             for u in unplaced:
                 one.fail(fwk, u.pinfo, u.failure, u.start)
+            self._set_condition(fwk, group, metrics.SCHEDULED, "")
             return metrics.SCHEDULED
 
         # Below quorum: nothing placed here may outlive this step.
         self._revert(fwk, placed)
         fwk.group_failed(group)
-        message = group_message(group, counted, unplaced)
+        messages = group_messages(group, counted, tried, placed, unplaced)
+        message = messages.group
         if v_enabled(2):
             log.info("unable to schedule pod group; waiting", group=group.name, err=message)
         status = Status(Code.UNSCHEDULABLE, message, plugin=group.plugin)
         for p in placed:
             fit = _group_fit(p.pinfo, group, len(one.s.snapshot), None)
             one.handle_scheduling_failure(
-                fwk, p.pinfo, status, fit, CLEAR_NOMINATED_NODE, p.start, message=message
+                fwk,
+                p.pinfo,
+                status,
+                fit,
+                CLEAR_NOMINATED_NODE,
+                p.start,
+                message=messages.member(p.pinfo.pod.uid),
             )
         errors = False
         for u in unplaced:
             errors = errors or not u.failure.status.is_rejected()
             fit = _group_fit(u.pinfo, group, len(one.s.snapshot), u.failure.fit)
             one.handle_scheduling_failure(
-                fwk, u.pinfo, status, fit, CLEAR_NOMINATED_NODE, u.start, message=message
+                fwk,
+                u.pinfo,
+                status,
+                fit,
+                CLEAR_NOMINATED_NODE,
+                u.start,
+                message=messages.member(u.pinfo.pod.uid),
             )
-        return metrics.ERROR if errors else metrics.UNSCHEDULABLE
+        result = metrics.ERROR if errors else metrics.UNSCHEDULABLE
+        self._set_condition(fwk, group, result, message)
+        return result
 
     def _revert(self, fwk: Framework, placed: list[Placement]) -> None:
         """Unreserves and forgets the placements, the last first."""
