@@ -7,9 +7,10 @@ earlier ones' placements. Then, if the group's bound + assumed members reach min
 placed member goes through Permit and its binding cycle as a single pod does, and members that
 did not fit fail alone with their own message. Otherwise every placement is reverted (Unreserve,
 forget; in reverse order) before the loop takes another pod, and every member fails with the
-group's message. The loop is the only thread that assumes pods, so between two loop steps a
-group holds either its quorum or nothing it assumed: two groups cannot deadlock each holding
-part of what they need.
+group's message (for a v1beta1 PodGroup, kube-scheduler's per-member messages; its
+PodGroupInitiallyScheduled condition is then written too). The loop is the only thread that
+assumes pods, so between two loop steps a group holds either its quorum or nothing it assumed:
+two groups cannot deadlock each holding part of what they need.
 
 No member runs PostFilter (preemption) here: a member must never preempt for a group that
 cannot fit whole; group-aware preemption is to come.

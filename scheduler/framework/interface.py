@@ -232,9 +232,9 @@ class PostBindPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class PodGroupPlugin(Plugin, Protocol):
-    """A plugin that defines pod groups (Coscheduling): the loop asks it whether a popped pod
-    is a member of a group, and then schedules the group's pending members in one step, all
-    or none (the group cycle, docs/gang.md)."""
+    """A plugin that defines pod groups (Coscheduling, GangScheduling): the loop asks it
+    whether a popped pod is a member of a group, and then schedules the group's pending members
+    in one step, all or none (the group cycle, docs/gang.md)."""
 
     def pod_group(self, pod: Pod) -> PodGroupInfo | None:
         """The pod's group, or None when the pod is scheduled on its own (no group, or a group
