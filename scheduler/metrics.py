@@ -226,7 +226,7 @@ preemption_goroutines_duration = Histogram(
     buckets=exponential_buckets(0.01, 2, 20),
     registry=None,
 )
-# GenericWorkload (a gate kube-pysched does not implement, so never exported).
+# GenericWorkload.
 preemption_evaluation_duration = Histogram(
     "scheduler_preemption_evaluation_duration_seconds",
     "[ALPHA] Duration in seconds for identifying the target preemption victims.",
@@ -292,6 +292,28 @@ batch_rescore_duration = Histogram(
     buckets=exponential_buckets(0.00001, 2, 12),
     registry=REGISTRY,
 )
+# GenericWorkload: kube-scheduler's pod group cycle, recorded by the group cycle for
+# scheduling.k8s.io/v1beta1 PodGroups (GangScheduling).
+podgroup_schedule_attempts = Counter(
+    "scheduler_podgroup_schedule_attempts_total",
+    "[ALPHA] Number of attempts to schedule pod group, by the result. 'unschedulable' means a "
+    "pod group could not be scheduled, while 'error' means an internal scheduler problem.",
+    ["result", "profile"],
+    registry=None,
+)
+podgroup_scheduling_attempt_duration = Histogram(
+    "scheduler_podgroup_scheduling_attempt_duration_seconds",
+    "[ALPHA] Pod group scheduling attempt latency in seconds",
+    ["result", "profile"],
+    buckets=exponential_buckets(0.001, 2, 15),
+    registry=None,
+)
+podgroup_scheduling_algorithm_duration = Histogram(
+    "scheduler_podgroup_scheduling_algorithm_duration_seconds",
+    "[ALPHA] Pod group scheduling algorithm latency in seconds",
+    buckets=exponential_buckets(0.001, 2, 15),
+    registry=None,
+)
 # SchedulerAsyncAPICalls.
 async_api_call_execution = Counter(
     "scheduler_async_api_call_execution_total",
@@ -325,6 +347,9 @@ GATED: dict[str, tuple[Collector, ...]] = {
         preemption_evaluation_duration,
         preemption_execution_duration,
         preemption_pdb_violations,
+        podgroup_schedule_attempts,
+        podgroup_scheduling_attempt_duration,
+        podgroup_scheduling_algorithm_duration,
     ),
 }
 

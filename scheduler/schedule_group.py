@@ -7,9 +7,10 @@ earlier ones' placements. Then, if the group's bound + assumed members reach min
 placed member goes through Permit and its binding cycle as a single pod does, and members that
 did not fit fail alone with their own message. Otherwise every placement is reverted (Unreserve,
 forget; in reverse order) before the loop takes another pod, and every member fails with the
-group's message. The loop is the only thread that assumes pods, so between two loop steps a
-group holds either its quorum or nothing it assumed: two groups cannot deadlock each holding
-part of what they need.
+group's message (for a v1beta1 PodGroup, kube-scheduler's per-member messages; its
+PodGroupInitiallyScheduled condition is then written too). The loop is the only thread that
+assumes pods, so between two loop steps a group holds either its quorum or nothing it assumed:
+two groups cannot deadlock each holding part of what they need.
 
 No member runs PostFilter (preemption) on its own: a member must never preempt for a group
 that cannot fit whole. Instead a group that ends below its quorum asks the profile's
@@ -21,14 +22,22 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 
 import structlog
 
 from scheduler import metrics
 from scheduler.algorithm import NoNodesAvailableError, ScheduleResult, SchedulingError
-from scheduler.api.gang import GangRef
+from scheduler.api.gang import (
+    REASON_SCHEDULED,
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    GangRef,
+    pod_group_condition_patch,
+)
 from scheduler.api.objects import replace_pod
+from scheduler.backend.api_dispatcher import POD_GROUP_STATUS_PATCH
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.gang import GangMembers, PodGroupInfo
 from scheduler.framework.interface import GroupAssignments, ProposedAssignment
@@ -78,6 +87,83 @@ def group_message(group: PodGroupInfo, members: GangMembers, unplaced: list[Unpl
         noun = "member" if failed == 1 else "members"
         return f"{text}, {failed} {noun} could not be placed: {unplaced[0].failure.message()}"
     return f"{text}; no other member is pending"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMessages:
+    """What a group attempt that ended below quorum tells: the group's own message (the log
+    line, a v1beta1 PodGroup's condition) and each member's PodScheduled=False message and
+    FailedScheduling event (the group's unless `members` has one for the pod's uid)."""
+
+    group: str
+    members: dict[str, str] = field(default_factory=dict)
+
+    def member(self, uid: str) -> str:
+        return self.members.get(uid, self.group)
+
+
+def group_messages(
+    group: PodGroupInfo,
+    counted: GangMembers,
+    tried: list[QueuedPodInfo],
+    placed: list[Placement],
+    unplaced: list[Unplaced],
+    preemption: str = "",
+) -> GroupMessages:
+    """The messages of a group attempt below quorum, per source (docs/gang.md, "Messages"):
+    kube-scheduler's for a Kubernetes v1beta1 PodGroup, kube-pysched's own (`group_message`,
+    the same for every member) for a scheduler-plugins PodGroup. `preemption` is what group
+    preemption said ("preemption: ..."), appended to the group's message as each scheduler
+    does (kube-scheduler: ", pod group preemption: ...")."""
+    if group.kubernetes_api:
+        suffix = f", pod group {preemption}" if preemption else ""
+        return _kube_scheduler_messages(group, counted, tried, placed, unplaced, suffix)
+    text = group_message(group, counted, unplaced)
+    return GroupMessages(f"{text}; {preemption}" if preemption else text)
+
+
+def _kube_scheduler_messages(
+    group: PodGroupInfo,
+    counted: GangMembers,
+    tried: list[QueuedPodInfo],
+    placed: list[Placement],
+    unplaced: list[Unplaced],
+    suffix: str = "",
+) -> GroupMessages:
+    """kube-scheduler v1.37's texts. Its pod group cycle counts scheduled (bound + assumed) and
+    remaining members as it goes, in queue order, and stops at the first member after which
+    minCount can no longer be reached: the group's message then says so with those counts
+    (GangScheduling's PlacementFeasible). A member it placed before stopping gets
+    `pod group is unschedulable, <group's message>`, one that found no node keeps its own
+    failure, one after the stop (never tried there) gets the group's message. kube-pysched
+    tries every member, then replays that count to find where kube-scheduler stops."""
+    min_count = group.min_member
+    placed_uids = {p.pinfo.pod.uid for p in placed}
+    own = {u.pinfo.pod.uid: u.failure.message() for u in unplaced}
+    scheduled = counted.placed - len(placed)
+    remaining = len(tried)
+    evaluated: list[QueuedPodInfo] = []
+    if scheduled + remaining >= min_count:
+        for pinfo in tried:
+            evaluated.append(pinfo)
+            remaining -= 1
+            scheduled += pinfo.pod.uid in placed_uids
+            if scheduled + remaining < min_count:
+                break
+    text = (
+        f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+    )
+    # Preemption's outcome is appended to the group's status after the members it tried got
+    # theirs from it; a member it did not try keeps the text without it.
+    members = {pinfo.pod.uid: text for pinfo in tried}
+    for pinfo in evaluated:
+        uid = pinfo.pod.uid
+        members[uid] = (
+            f"pod group is unschedulable, {text}{suffix}"
+            if uid in placed_uids
+            else own.get(uid, text)
+        )
+    return GroupMessages(f"{text}{suffix}", members)
 
 
 class GroupCycle:
@@ -134,8 +220,44 @@ class GroupCycle:
         try:
             result = self._run(fwk, group, members, cycle)
         finally:
+            elapsed = time.perf_counter() - start
             metrics.gang_attempts.labels(result).inc()
-            metrics.gang_attempt_duration.labels(result).observe(time.perf_counter() - start)
+            metrics.gang_attempt_duration.labels(result).observe(elapsed)
+            if group.kubernetes_api:
+                profile = fwk.profile_name
+                metrics.podgroup_schedule_attempts.labels(result, profile).inc()
+                metrics.podgroup_scheduling_attempt_duration.labels(result, profile).observe(
+                    elapsed
+                )
+
+    def _set_condition(
+        self, fwk: Framework, group: PodGroupInfo, result: str, message: str
+    ) -> None:
+        """A v1beta1 PodGroup's PodGroupInitiallyScheduled after an attempt, as kube-scheduler
+        sets it (True/Scheduled, False/Unschedulable, False/SchedulerError): patched through
+        the API dispatcher, off the loop; not sent when it would change nothing or would turn
+        a True condition False. A failed patch is logged and counted by the dispatcher."""
+        if not group.kubernetes_api:
+            return
+        gang = fwk.gangs().gang(group.key)
+        if gang is None:
+            return
+        if result == metrics.SCHEDULED:
+            status, reason, message = "True", REASON_SCHEDULED, ""
+        elif result == metrics.UNSCHEDULABLE:
+            status, reason = "False", REASON_UNSCHEDULABLE
+        else:
+            status, reason = "False", REASON_SCHEDULER_ERROR
+        s = self.one.s
+        patch = pod_group_condition_patch(gang, status, reason, message, s.clock.now())
+        if patch is None:
+            return
+        key = group.key
+        s.dispatcher.submit(
+            POD_GROUP_STATUS_PATCH,
+            f"podgroup:{key.source.value}/{key.key}",
+            partial(s.api.patch_pod_group_status, key.namespace, key.name, patch),
+        )
 
     def _run(
         self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo], cycle: int
@@ -145,6 +267,7 @@ class GroupCycle:
         unplaced: list[Unplaced] = []
         tried: list[QueuedPodInfo] = []
         reached = -1
+        algorithm_start = time.perf_counter()
         try:
             for i, pinfo in enumerate(members):
                 reached = i
@@ -172,8 +295,13 @@ class GroupCycle:
                 one.handle_scheduling_failure(
                     fwk, pinfo, status, None, CLEAR_NOMINATED_NODE, time.perf_counter()
                 )
+            self._set_condition(fwk, group, metrics.ERROR, status.message())
             return metrics.ERROR
         metrics.gang_members_per_attempt.observe(len(tried))
+        if group.kubernetes_api:
+            metrics.podgroup_scheduling_algorithm_duration.observe(
+                time.perf_counter() - algorithm_start
+            )
 
         if counted.placed >= group.min_member:
             fwk.group_placed(group)
@@ -192,21 +320,23 @@ class GroupCycle:
                 one.permit_and_bind(fwk, p.state, p.pinfo, p.assumed, p.result, p.start)
             for u in unplaced:
                 one.fail(fwk, u.pinfo, u.failure, u.start)
+            self._set_condition(fwk, group, metrics.SCHEDULED, "")
             return metrics.SCHEDULED
 
         # Below quorum: nothing placed here may outlive this step.
         self._revert(fwk, placed)
-        message = group_message(group, counted, unplaced)
         errors = any(not u.failure.status.is_rejected() for u in unplaced)
         nominations: dict[str, str] = {}
+        preemption = ""
         if not errors and fwk.pod_group_post_filter_plugins:
             made, pf_status = self._preempt(fwk, group, tried, cycle)
             nominations = made or {}
-            if pf_status.message():
-                message = f"{message}; {pf_status.message()}"
+            preemption = pf_status.message()
         if not nominations:
             fwk.group_failed(group)
         self._record(fwk, group, waiting=True)
+        messages = group_messages(group, counted, tried, placed, unplaced, preemption)
+        message = messages.group
         if v_enabled(2):
             log.info("unable to schedule pod group; waiting", group=group.name, err=message)
         status = Status(Code.UNSCHEDULABLE, message, plugin=group.plugin)
@@ -223,9 +353,11 @@ class GroupCycle:
                 else CLEAR_NOMINATED_NODE
             )
             one.handle_scheduling_failure(
-                fwk, pinfo, status, fit, nominating, start, message=message
+                fwk, pinfo, status, fit, nominating, start, message=messages.member(uid)
             )
-        return metrics.ERROR if errors else metrics.UNSCHEDULABLE
+        result = metrics.ERROR if errors else metrics.UNSCHEDULABLE
+        self._set_condition(fwk, group, result, message)
+        return result
 
     def _preempt(
         self, fwk: Framework, group: PodGroupInfo, tried: list[QueuedPodInfo], cycle: int

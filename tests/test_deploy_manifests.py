@@ -139,7 +139,8 @@ def test_controller_rbac_is_least_privilege() -> None:
 
 def test_the_scheduler_reads_podgroups_of_both_apis() -> None:
     """Coscheduling's scheduling.x-k8s.io PodGroups and, with GenericWorkload, Kubernetes'
-    scheduling.k8s.io ones: get/list/watch, no more."""
+    scheduling.k8s.io ones: get/list/watch, and for the latter's PodGroupInitiallyScheduled
+    condition patch/update on podgroups/status; no more."""
     role = _objects()[("ClusterRole", "kube-pysched:kube-system:kube-pysched")]
     grants = {
         (group, resource): set(rule["verbs"])
@@ -151,6 +152,7 @@ def test_the_scheduler_reads_podgroups_of_both_apis() -> None:
     assert grants == {
         ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
         ("scheduling.k8s.io", "podgroups"): {"get", "list", "watch"},
+        ("scheduling.k8s.io", "podgroups/status"): {"patch", "update"},
     }
 
 

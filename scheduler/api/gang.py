@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.objects import Pod
-from scheduler.api.parse import parse_time
+from scheduler.api.parse import format_time, parse_time
 from scheduler.api.quantity import QuantityError
 from scheduler.api.resources import PODS, Resource
 
@@ -49,6 +49,7 @@ POLICY_BASIC = "Basic"
 #: Well-known v1beta1 PodGroup condition types and reasons (k8s.io/api/scheduling/v1beta1).
 CONDITION_INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 CONDITION_DISRUPTION_TARGET = "DisruptionTarget"
+REASON_SCHEDULED = "Scheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
@@ -329,6 +330,10 @@ class Gang:
     """The group's own priority (v1beta1 spec.priority); None: the members' priorities."""
     preemption_policy: str = ""
     """v1beta1 spec.preemptionPolicy ("" when unset: the members' own decide)."""
+    generation: int = 0
+    """metadata.generation (v1beta1): the observedGeneration of the conditions written."""
+    conditions: tuple[PodGroupCondition, ...] = ()
+    """status.conditions (v1beta1), as the informer last saw them."""
 
     @property
     def is_gang(self) -> bool:
@@ -394,4 +399,40 @@ def gang_from_kube_pod_group(group: KubePodGroup) -> Gang:
         priority_class_name=group.priority_class_name,
         priority=group.priority,
         preemption_policy=group.preemption_policy,
+        generation=group.generation,
+        conditions=group.conditions,
     )
+
+
+def pod_group_condition_patch(
+    gang: Gang, status: str, reason: str, message: str, now: float
+) -> dict[str, Any] | None:
+    """The podgroups/status strategic merge patch that sets PodGroupInitiallyScheduled after a
+    group attempt, as kube-scheduler's updatePodGroupCondition: None when nothing would change
+    (same status, reason, message and observedGeneration: no write at all) and when the
+    condition is already True and the new one is not (a group once scheduled does not regress
+    because a later attempt for extra members failed). lastTransitionTime moves only when the
+    status does (metav1.SetStatusCondition)."""
+    current = next((c for c in gang.conditions if c.type == CONDITION_INITIALLY_SCHEDULED), None)
+    if current is not None and current.status == "True" and status != "True":
+        return None
+    if (
+        current is not None
+        and current.status == status
+        and current.reason == reason
+        and current.message == message
+        and current.observed_generation == gang.generation
+    ):
+        return None
+    since = (
+        current.last_transition_time if current is not None and current.status == status else None
+    )
+    condition: dict[str, Any] = {
+        "type": CONDITION_INITIALLY_SCHEDULED,
+        "status": status,
+        "observedGeneration": gang.generation,
+        "lastTransitionTime": format_time(since if since is not None else now),
+        "reason": reason,
+        "message": message,
+    }
+    return {"status": {"conditions": [condition]}}

@@ -1,4 +1,5 @@
-"""Runs the scheduler's writes to pods (status patches) off the scheduling loop, in order per pod.
+"""Runs the scheduler's writes to pods (status patches) and PodGroups (their condition) off the
+scheduling loop, in order per object.
 
 As in kube-scheduler's API dispatcher, each object (a pod's uid) has at most one call pending and
 at most one running: a newer call of the same type replaces a pending one (the newest
@@ -43,9 +44,13 @@ class MergeableCall(Protocol):
 
 POD_STATUS_PATCH = "pod_status_patch"
 POD_BINDING = "pod_binding"
+#: A v1beta1 PodGroup's PodGroupInitiallyScheduled condition (kube-pysched's call type: kube-
+#: scheduler patches it synchronously in its pod group cycle). Keyed by the PodGroup, never
+#: sharing a key with a pod's calls.
+POD_GROUP_STATUS_PATCH = "pod_group_status_patch"
 
 #: kube-scheduler's APICallRelevances: a more relevant call supersedes a less relevant one.
-RELEVANCE = {POD_STATUS_PATCH: 1, POD_BINDING: 2}
+RELEVANCE = {POD_STATUS_PATCH: 1, POD_BINDING: 2, POD_GROUP_STATUS_PATCH: 1}
 
 
 class ApiDispatcher:

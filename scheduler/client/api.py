@@ -57,6 +57,14 @@ SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 REVIEW_TIMEOUT = 10.0
 
 
+def kube_pod_group_status_path(namespace: str, name: str) -> str:
+    """A scheduling.k8s.io/v1beta1 PodGroup's status subresource."""
+    return (
+        f"/apis/scheduling.k8s.io/v1beta1/namespaces/{_seg(namespace)}/podgroups/"
+        f"{_seg(name)}/status"
+    )
+
+
 def events_path(namespace: str, name: str = "") -> str:
     base = f"/apis/events.k8s.io/v1/namespaces/{_seg(namespace)}/events"
     return f"{base}/{_seg(name)}" if name else base
@@ -87,6 +95,18 @@ class KubeApi:
         """Strategic merge patch on pods/status (PodScheduled condition, nominatedNodeName)."""
         body = orjson.dumps(patch)
         path = pod_path(pod.namespace, pod.name) + "/status"
+        retry_on_error(
+            lambda: self.rest.request_raw(
+                "PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH
+            ),
+            is_retriable_with_conflict,
+        )
+
+    def patch_pod_group_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """Strategic merge patch on a scheduling.k8s.io/v1beta1 PodGroup's status (its
+        PodGroupInitiallyScheduled condition; conditions merge by type)."""
+        body = orjson.dumps(patch)
+        path = kube_pod_group_status_path(namespace, name)
         retry_on_error(
             lambda: self.rest.request_raw(
                 "PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH

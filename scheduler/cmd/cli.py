@@ -273,7 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kube-pysched: {err}", file=sys.stderr)
         return 1
     try:
-        config = load_config(args.config, available_plugins=set(registry))
+        config = load_config(
+            args.config, available_plugins=set(registry), features=args.feature_gates
+        )
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1

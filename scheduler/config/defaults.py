@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from scheduler.config.types import PLUGIN_POINTS, PluginEntry, PluginSet
+from scheduler.features import FeatureGates
 
 # getDefaultPlugins() of kube-scheduler v1.37 (apis/config/v1/default_plugins.go), in order,
 # with the plugins its default feature gates add.
@@ -32,10 +33,20 @@ KUBE_SCHEDULER_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
 )
 
 
-def default_plugins() -> dict[str, PluginSet]:
-    """kube-scheduler's MultiPoint defaults, all of them: a default plugin this build lacks is
-    registered as a guard (plugins/missing), never dropped."""
+#: Appended to MultiPoint by applyFeatureGates when the gate is on (kube-scheduler v1.37's
+#: applyGangScheduling: last, after NodeDeclaredFeatures).
+GATED_MULTI_POINT: tuple[tuple[str, str, int | None], ...] = (
+    ("GenericWorkload", "GangScheduling", None),
+)
+
+
+def default_plugins(features: FeatureGates | None = None) -> dict[str, PluginSet]:
+    """kube-scheduler's MultiPoint defaults, all of them, and those its feature gates add
+    (`features`; None: the default gates): a default plugin this build lacks is registered as
+    a guard (plugins/missing), never dropped."""
+    gates = features or FeatureGates()
     enabled = [PluginEntry(n, w) for n, w in KUBE_SCHEDULER_MULTI_POINT]
+    enabled += [PluginEntry(n, w) for gate, n, w in GATED_MULTI_POINT if gates.enabled(gate)]
     return {"multiPoint": PluginSet(enabled=enabled)}
 
 

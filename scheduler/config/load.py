@@ -27,6 +27,7 @@ from scheduler.config.types import (
     Profile,
 )
 from scheduler.config.validation import validate
+from scheduler.features import FeatureGates
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 # v1 extension points of kube-scheduler's pod group (gang/placement) scheduling, which
@@ -135,19 +136,29 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def load_config(path: str | None, available_plugins: Collection[str]) -> KubeSchedulerConfiguration:
-    """The configuration from `path`, or kube-scheduler's defaults when there is no file."""
+def load_config(
+    path: str | None,
+    available_plugins: Collection[str],
+    features: FeatureGates | None = None,
+) -> KubeSchedulerConfiguration:
+    """The configuration from `path`, or kube-scheduler's defaults when there is no file.
+    `features` are the gates the defaults follow (GangScheduling with GenericWorkload)."""
     if path is None:
-        return parse_config({"apiVersion": API_VERSION, "kind": KIND}, available_plugins)
+        return parse_config(
+            {"apiVersion": API_VERSION, "kind": KIND}, available_plugins, features=features
+        )
     try:
         text = Path(path).read_text()
     except OSError as err:
         raise ConfigError(path, [f"cannot read the file: {err.strerror or err}"]) from err
-    return parse_config_text(text, available_plugins, source=path)
+    return parse_config_text(text, available_plugins, source=path, features=features)
 
 
 def parse_config_text(
-    text: str, available_plugins: Collection[str], source: str = "<config>"
+    text: str,
+    available_plugins: Collection[str],
+    source: str = "<config>",
+    features: FeatureGates | None = None,
 ) -> KubeSchedulerConfiguration:
     try:
         raw = yaml.load(text, Loader=_StrictLoader)
@@ -161,11 +172,14 @@ def parse_config_text(
         raise ConfigError(source, [f"YAML syntax error: {where}{err.problem}"]) from err
     except yaml.YAMLError as err:
         raise ConfigError(source, [f"YAML error: {err}"]) from err
-    return parse_config(raw, available_plugins, source=source)
+    return parse_config(raw, available_plugins, source=source, features=features)
 
 
 def parse_config(
-    raw: Any, available_plugins: Collection[str], source: str = "<config>"
+    raw: Any,
+    available_plugins: Collection[str],
+    source: str = "<config>",
+    features: FeatureGates | None = None,
 ) -> KubeSchedulerConfiguration:
     """Decode, default and validate an already-parsed document."""
     d = _Decoder()
@@ -225,9 +239,9 @@ def parse_config(
     )
 
     raw_profiles = d.list_(top, "profiles", "")
-    cfg.profiles = [_profile(d, p, f"profiles[{i}]") for i, p in enumerate(raw_profiles)]
+    cfg.profiles = [_profile(d, p, f"profiles[{i}]", features) for i, p in enumerate(raw_profiles)]
     if not raw_profiles:
-        cfg.profiles = [Profile(plugins=default_plugins())]
+        cfg.profiles = [Profile(plugins=default_plugins(features))]
     if len(cfg.profiles) == 1 and not cfg.profiles[0].scheduler_name:
         explicit = raw_profiles and isinstance(raw_profiles[0], Mapping)
         if not explicit or raw_profiles[0].get("schedulerName") is None:
@@ -316,13 +330,13 @@ def _unknown_plugins(
     return errors
 
 
-def _profile(d: _Decoder, raw: Any, path: str) -> Profile:
+def _profile(d: _Decoder, raw: Any, path: str, features: FeatureGates | None) -> Profile:
     obj = d.obj(raw, path, {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"})
     profile = Profile()
     profile.scheduler_name = d.str_(obj, "schedulerName", path) or ""
     profile.percentage_of_nodes_to_score = d.int_(obj, "percentageOfNodesToScore", path)
     custom = _plugins(d, obj.get("plugins"), f"{path}.plugins") if "plugins" in obj else None
-    profile.plugins = merge_plugins(default_plugins(), custom)
+    profile.plugins = merge_plugins(default_plugins(features), custom)
     for i, entry in enumerate(d.list_(obj, "pluginConfig", path)):
         entry_path = f"{path}.pluginConfig[{i}]"
         item = d.obj(entry, entry_path, {"name", "args"})

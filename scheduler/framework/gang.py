@@ -77,6 +77,13 @@ class PodGroupInfo:
     #: The plugin that defines the group: the rejector a failed group's members are requeued by.
     plugin: str
 
+    @property
+    def kubernetes_api(self) -> bool:
+        """A Kubernetes scheduling.k8s.io/v1beta1 PodGroup: the group cycle then does what
+        kube-scheduler does for its pod groups (its member messages, the PodGroup's
+        PodGroupInitiallyScheduled condition, the scheduler_podgroup_* metrics)."""
+        return self.key.source == GangSource.KUBERNETES
+
 
 @dataclass
 class StaticGangs:

@@ -233,9 +233,9 @@ class PostBindPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class PodGroupPlugin(Plugin, Protocol):
-    """A plugin that defines pod groups (Coscheduling): the loop asks it whether a popped pod
-    is a member of a group, and then schedules the group's pending members in one step, all
-    or none (the group cycle, docs/gang.md)."""
+    """A plugin that defines pod groups (Coscheduling, GangScheduling): the loop asks it
+    whether a popped pod is a member of a group, and then schedules the group's pending members
+    in one step, all or none (the group cycle, docs/gang.md)."""
 
     def pod_group(self, pod: Pod) -> PodGroupInfo | None:
         """The pod's group, or None when the pod is scheduled on its own (no group, or a group
@@ -340,6 +340,10 @@ class ApiActions(Protocol):
     def delete_pod(self, pod: Pod, grace_period_seconds: int | None = None) -> None: ...
 
     def patch_pod_status(self, pod: Pod, patch: Mapping[str, Any]) -> None: ...
+
+    def patch_pod_group_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """Strategic merge patch on a scheduling.k8s.io/v1beta1 podgroups/status."""
+        ...
 
     def update_persistent_volume(self, volume: Json) -> Json: ...
 

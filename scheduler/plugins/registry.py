@@ -7,6 +7,7 @@ from scheduler.plugins import (
     coscheduling,
     default_binder,
     default_preemption,
+    gang_scheduling,
     image_locality,
     inter_pod_affinity,
     missing,
@@ -48,6 +49,8 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
     (volume_zone.NAME, volume_zone.SPEC),
     # scheduler-plugins' (not a default plugin: a profile enables it, queueSort included).
     (coscheduling.NAME, coscheduling.SPEC),
+    # kube-scheduler's, for Kubernetes' v1beta1 PodGroups (default with GenericWorkload on).
+    (gang_scheduling.NAME, gang_scheduling.SPEC),
 )
 
 

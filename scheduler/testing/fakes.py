@@ -22,7 +22,8 @@ class FakeApi:
     """Records binds, status patches and deletes in the order the API server would apply them.
 
     * `binds`: pod key -> node; `status_patches`: (pod key, patch); `deletes`: pod keys;
-      `writes`: ("bind" | "patch" | "delete", pod key) in order.
+      `pod_group_patches`: (PodGroup key, podgroups/status patch);
+      `writes`: ("bind" | "patch" | "delete" | "podgroup-patch", key) in order.
     * Failures: `fail_with` makes every call raise it; `fail_binds` makes binds raise
       "apiserver said no"; `fail_deletes` makes deletes raise it.
     * `hold_patches`: while it is an unset Event, status patches start (recorded in
@@ -35,6 +36,7 @@ class FakeApi:
 
     binds: dict[str, str] = field(default_factory=dict)
     status_patches: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    pod_group_patches: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     deletes: list[str] = field(default_factory=list)
     writes: list[tuple[str, str]] = field(default_factory=list)
     volume_updates: list[Json] = field(default_factory=list)
@@ -77,6 +79,12 @@ class FakeApi:
         if hold is not None and not hold.wait(timeout=30):
             raise AssertionError("a held status patch was never released")
         self._write("patch", pod.key, lambda: self.status_patches.append((pod.key, patch)))
+
+    def patch_pod_group_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        if self.fail_with is not None:
+            raise self.fail_with
+        key = f"{namespace}/{name}"
+        self._write("podgroup-patch", key, lambda: self.pod_group_patches.append((key, patch)))
 
     def update_persistent_volume(self, volume: Json) -> Json:
         return self._update("volume", self.volume_updates, volume)

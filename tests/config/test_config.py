@@ -11,6 +11,7 @@ from scheduler.config import ConfigError, KubeSchedulerConfiguration, load_confi
 from scheduler.config.defaults import default_plugins, merge_plugin_set, merge_plugins
 from scheduler.config.load import parse_config_text
 from scheduler.config.types import PluginEntry, PluginSet
+from scheduler.features import FeatureGates
 from scheduler.framework.profile_spec import PluginRef
 from scheduler.plugins.registry import in_tree_registry
 
@@ -395,6 +396,18 @@ def test_to_dict_round_trips_through_the_parser() -> None:
 
 def _names(entries: list[PluginEntry]) -> list[tuple[str, int | None]]:
     return [(p.name, p.weight) for p in entries]
+
+
+def test_generic_workload_appends_gang_scheduling_last_as_kube_scheduler_does() -> None:
+    on = FeatureGates({"GenericWorkload": True})
+    names = _names(default_plugins(on)["multiPoint"].enabled)
+    assert names[-2:] == [("NodeDeclaredFeatures", None), ("GangScheduling", None)]
+    assert "GangScheduling" not in [
+        name for name, _ in _names(default_plugins()["multiPoint"].enabled)
+    ]
+    text = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+    cfg = parse_config_text(text, set(in_tree_registry()), features=on)
+    assert cfg.profiles[0].plugins["multiPoint"].enabled[-1].name == "GangScheduling"
 
 
 def test_default_list_is_kube_schedulers_whole_list_never_filtered() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
+from scheduler.config.defaults import GATED_MULTI_POINT, KUBE_SCHEDULER_MULTI_POINT
 from scheduler.framework.interface import (
     BatchFilterPlugin,
     BatchFilterStatusesPlugin,
@@ -51,17 +51,23 @@ GUARDED = {
 OPT_IN = {
     "Coscheduling",
 }
+#: kube-scheduler's default plugins only with a feature gate on.
+GATED = {"GangScheduling"}
 
 
 def test_in_tree_registry_names() -> None:
-    assert set(registry.in_tree_registry()) == KUBE_SCHEDULER_NAMES | GUARDED | OPT_IN
+    assert set(registry.in_tree_registry()) == KUBE_SCHEDULER_NAMES | GUARDED | OPT_IN | GATED
+
+
+def test_every_gated_default_plugin_is_registered() -> None:
+    assert {name for _, name, _ in GATED_MULTI_POINT} == GATED
 
 
 def test_every_default_plugin_of_kube_scheduler_is_registered() -> None:
     assert {name for name, _ in KUBE_SCHEDULER_MULTI_POINT} == KUBE_SCHEDULER_NAMES | GUARDED
 
 
-@pytest.mark.parametrize("name", sorted(KUBE_SCHEDULER_NAMES))
+@pytest.mark.parametrize("name", sorted(KUBE_SCHEDULER_NAMES | GATED))
 def test_every_spec_builds_a_plugin_named_as_registered(name: str) -> None:
     plugin = build_plugin(registry.in_tree_registry()[name])
     assert plugin.name == name
@@ -107,7 +113,7 @@ def test_full_registry_adds_entry_points_and_refuses_shadowing(
     extra = PluginSpec(lambda _args, _handle: object())  # type: ignore[arg-type,return-value]
     monkeypatch.setattr(registry, "load_entry_point_plugins", lambda: Registry({"Extra": extra}))
     full = registry.full_registry()
-    assert set(full) == KUBE_SCHEDULER_NAMES | GUARDED | OPT_IN | {"Extra"}
+    assert set(full) == KUBE_SCHEDULER_NAMES | GUARDED | OPT_IN | GATED | {"Extra"}
     monkeypatch.setattr(registry, "load_entry_point_plugins", lambda: Registry({"NodeName": extra}))
     with pytest.raises(RegistryError, match="NodeName"):
         registry.full_registry()

@@ -228,21 +228,20 @@ class Coscheduling:
             ClusterEventWithHint(groups, self.is_schedulable_after_group_change),
         ]
 
-    @staticmethod
-    def is_schedulable_after_member_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    def is_schedulable_after_member_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         """Another pod of the same group appeared (or became schedulable): the group may now
-        have its minMember pods."""
+        have its minMember pods. Only scheduler-plugins' groups: a member of a v1beta1 group is
+        GangScheduling's."""
         if not isinstance(new, Pod) or new.uid == pod.uid:
             return QueueingHint.QUEUE_SKIP
-        ref = gang_ref(pod)
+        ref = self.tracker.ref(pod)
         if ref is None or gang_ref(new) != ref:
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
 
-    @staticmethod
-    def is_schedulable_after_group_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    def is_schedulable_after_group_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         """The pod's own group was created or changed (minMember, minResources, timeout)."""
-        ref = gang_ref(pod)
+        ref = self.tracker.ref(pod)
         if ref is not None and isinstance(new, Gang) and new.ref == ref:
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP

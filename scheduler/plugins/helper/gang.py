@@ -1,7 +1,7 @@
 """The group logic gang plugins share (docs/gang.md: "both are thin"): a group's failure and
 backoff bookkeeping, the queue order, the PreEnqueue holds, the minResources check, the quorum
 at Permit and the rejection of waiting members. Coscheduling (scheduler-plugins' PodGroups)
-uses it now; GangScheduling (kube's v1beta1 PodGroups) will, with its own GangSource."""
+and GangScheduling (kube's v1beta1 PodGroups) use it, each with its own GangSource."""
 
 from __future__ import annotations
 
@@ -151,7 +151,12 @@ class GangTracker:
         gangs = self.handle.gangs()
         why = gangs.unavailable(ref.source)
         if why:
-            return f"pod {pod.key} names PodGroup {ref.key} (label {POD_GROUP_LABEL}), but {why}"
+            how = (
+                "spec.schedulingGroup.podGroupName"
+                if ref.source == GangSource.KUBERNETES
+                else f"label {POD_GROUP_LABEL}"
+            )
+            return f"pod {pod.key} names PodGroup {ref.key} ({how}), but {why}"
         if gang is None:
             invalid = gangs.invalid(ref)
             if invalid:
