@@ -20,7 +20,7 @@ from scheduler.api.gang import (
 from scheduler.api.objects import Pod
 from scheduler.features import FeatureGates
 from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
-from scheduler.plugins import gang_scheduling
+from scheduler.plugins import default_preemption, gang_scheduling
 from scheduler.testing import make_node, make_pod
 from tests.api.kube_pod_groups import kube_pod_group_json
 from tests.core_harness import PROFILE, Harness, poll, registry
@@ -197,3 +197,36 @@ def test_the_informers_gang_keeps_generation_and_conditions() -> None:
     assert gang.conditions == (
         PodGroupCondition("PodGroupInitiallyScheduled", "True", "Scheduled", "", 1767225600.0, 1),
     )
+
+
+def test_group_preemptions_outcome_is_appended_where_kube_scheduler_appends_it() -> None:
+    """kube-scheduler v1.37.2 (docs/gang.md, "Messages"): ', pod group preemption: <outcome>'
+    on the group's message - the condition and the placed member's message - but not on a
+    member's own failure nor on the message of a member it did not try."""
+    names = ("Sort", "GangScheduling", "CpuFit", "Binder", "DefaultPreemption")
+    spec = ProfileSpec(
+        PROFILE,
+        plugins={"multiPoint": PluginSetSpec(enabled=tuple(PluginRef(n) for n in names))},
+    )
+    plugins = registry().merge(
+        {
+            gang_scheduling.NAME: gang_scheduling.SPEC,
+            default_preemption.NAME: default_preemption.SPEC,
+        }
+    )
+    h = Harness(spec, plugins=plugins, features=GATES)
+    try:
+        h.add_node(make_node("a", cpu="2"))
+        pods = add_gang(h, "g", 2, 2, cpu="1500m")
+        h.schedule_next()
+        suffix = ", pod group preemption: No preemption victims found for incoming preemptor"
+        group = f"minCount (2) cannot be satisfied: 1 scheduled, 0 remaining{suffix}"
+        assert member_messages(h) == {
+            pods[1].key: f"pod group is unschedulable, {group}",
+            pods[0].key: "0/1 nodes are available: 1 Insufficient cpu.",
+        }
+        h.api.wait_for(lambda: len(h.api.pod_group_patches) == 1)
+        (condition,) = h.api.pod_group_patches[0][1]["status"]["conditions"]
+        assert condition["message"] == group
+    finally:
+        h.close()
