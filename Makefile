@@ -88,7 +88,7 @@ e2e-test-build: install cluster-build
 # The [sig-scheduling] specs of e2e.test with kube-scheduler, then with kube-pysched, as the
 # default scheduler; then the Workload API selection (GangScheduling, WorkloadAwarePreemption,
 # Workload) on control planes with GenericWorkload on. One table and gate per selection
-# (docs/conformance.md). ~25 minutes; CONFORMANCE_ARGS='--selection workload' runs only the
+# (docs/conformance.md). ~21 minutes; CONFORMANCE_ARGS='--selection workload' runs only the
 # second (~3 minutes).
 CONFORMANCE_ARGS ?=
 conformance: install e2e-test-build
