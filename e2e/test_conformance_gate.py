@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+from e2e.conformance.expected import EXPECTED_FAILURES, EXPECTED_WORKLOAD_FAILURES
 from e2e.conformance.gate import KUBE_PYSCHED, KUBE_SCHEDULER, evaluate, table
-from e2e.conformance.report import SpecResult, first_line, read_report
+from e2e.conformance.report import SpecResult, first_line, focused, read_report
+from e2e.conformance.runner import SIG_SCHEDULING, WORKLOAD, Selection
 
 LISTED = "[sig-scheduling] A listed spec"
 OTHER = "[sig-scheduling] Another spec"
@@ -79,6 +82,83 @@ def test_report_keeps_only_the_focused_its_and_table_shows_reasons(tmp_path: Pat
     assert first_line("Timed out after 80.000s.\nexpected at most 3 pods\n  - x") == (
         "Timed out after 80.000s. expected at most 3 pods"
     )
+    consistently = (
+        "Failed after 1.005s.\nExpected\n    <v1.PodPhase>: Running\nto equal\n"
+        "    <v1.PodPhase>: Pending"
+    )
+    assert first_line(consistently) == (
+        "Failed after 1.005s. Expected <v1.PodPhase>: Running to equal <v1.PodPhase>: Pending"
+    )
     text = table({KUBE_SCHEDULER: results, KUBE_PYSCHED: results}, EXPECTED, {})
     assert "expected: kube-pysched: one victim" in text
     assert "| **passed / ran** | 1/2 | 1/2 |  |" in text
+
+
+#: The Workload API specs of v1.37.2 as e2e.test names them (framework.WithFeatureGate adds
+#: [FeatureGate:GenericWorkload] to the Describe and [Beta] [Feature:OffByDefault] to the leaf).
+_GATE = "[FeatureGate:GenericWorkload]"
+_BETA = "[Beta] [Feature:OffByDefault]"
+WORKLOAD_SPECS = [
+    f"[sig-scheduling] GangScheduling {_GATE} should schedule pods only when quorum is reached "
+    f"{_BETA}",
+    f"[sig-scheduling] GangScheduling {_GATE} should schedule pods with basic scheduling policy "
+    f"{_BETA}",
+    f"[sig-scheduling] Workload {_GATE} CRUD Tests PodGroup API availability {_BETA}",
+    f"[sig-scheduling] Workload {_GATE} CRUD Tests Workload API availability {_BETA}",
+    *(
+        f"[sig-scheduling] WorkloadAwarePreemption {_GATE} workload-aware preemption {leaf} {_BETA}"
+        for leaf in (
+            "should preempt entire group with All disruption mode by a pod group",
+            "should preempt partial group with Single disruption mode by a pod group",
+            "should preempt partial group with Single disruption mode by an individual pod",
+        )
+    ),
+]
+#: Specs of the first selection and near misses the workload focus must not take.
+OTHER_SPECS = [
+    "[sig-scheduling] SchedulerPreemption validates basic preemption works [Conformance] [Serial]",
+    "[sig-scheduling] SchedulerPreemption validates various priority Pods preempt expectedly "
+    "with the async preemption [Feature:SchedulerAsyncPreemption] "
+    "[FeatureGate:SchedulerAsyncPreemption] [Beta] [Serial]",
+    "[sig-scheduling] LimitRange should list, patch and delete a LimitRange by collection "
+    "[Conformance]",
+    f"[sig-apps] Job {_GATE} should create a Workload for a Job {_BETA}",
+    f"[sig-scheduling] WorkloadSomethingElse {_GATE} x {_BETA}",
+]
+
+
+def _selects(selection: Selection, name: str) -> bool:
+    """Ginkgo's rule: focus found anywhere in the name and skip nowhere (Go regexp, which
+    agrees with Python's re on these patterns)."""
+    return bool(re.search(selection.focus, name)) and not re.search(selection.skip, name)
+
+
+def test_the_workload_selection_runs_exactly_the_three_describes() -> None:
+    assert [n for n in WORKLOAD_SPECS if not _selects(WORKLOAD, n)] == []
+    assert [n for n in OTHER_SPECS if _selects(WORKLOAD, n)] == []
+    # Disjoint: the first selection still skips every one of them (Feature:OffByDefault).
+    assert [n for n in WORKLOAD_SPECS if _selects(SIG_SCHEDULING, n)] == []
+    assert all(_selects(SIG_SCHEDULING, n) for n in OTHER_SPECS[:3])
+    # Its table keeps only its own specs; the first selection's keeps its skipped gated ones.
+    report = {n: _r(n, "skipped") for n in [*WORKLOAD_SPECS, *OTHER_SPECS]}
+    assert sorted(focused(report, WORKLOAD.focus)) == sorted(WORKLOAD_SPECS)
+    assert set(WORKLOAD_SPECS) <= set(focused(report, SIG_SCHEDULING.focus))
+
+
+def test_each_list_names_only_specs_of_its_own_selection() -> None:
+    """A name pasted into the wrong list would be reported stale only after a full run."""
+    assert all(_selects(WORKLOAD, n) for n in EXPECTED_WORKLOAD_FAILURES)
+    assert not any(_selects(SIG_SCHEDULING, n) for n in EXPECTED_WORKLOAD_FAILURES)
+    assert not any(_selects(WORKLOAD, n) for n in EXPECTED_FAILURES)
+    assert set(EXPECTED_WORKLOAD_FAILURES) <= set(WORKLOAD_SPECS)
+
+
+def test_the_workload_selection_turns_the_api_on_for_every_component(tmp_path: Path) -> None:
+    assert WORKLOAD.feature_gates == {"GenericWorkload": True}
+    assert WORKLOAD.runtime_config == {"scheduling.k8s.io/v1beta1": "true"}
+    assert WORKLOAD.pysched_args() == ["--feature-gates=GenericWorkload=true"]
+    assert WORKLOAD.out_dir(tmp_path) == tmp_path / "workload"
+    # The first selection: default components, earlier runs' directory layout.
+    assert SIG_SCHEDULING.pysched_args() == []
+    assert not SIG_SCHEDULING.runtime_config
+    assert SIG_SCHEDULING.out_dir(tmp_path) == tmp_path

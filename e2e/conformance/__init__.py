@@ -5,5 +5,7 @@ twice, each time on a fresh local control plane with 4 kubelet-like kwok nodes: 
 kube-scheduler as ``default-scheduler``, once with kube-pysched in that role, and prints one
 table. The gate (``gate.py``): kube-scheduler passes every spec that runs; kube-pysched passes
 every spec except those in ``expected.py``, each listed with the plugin it waits for.
-See docs/conformance.md.
+A second selection (``runner.WORKLOAD``) runs the Workload API's specs the same way, on
+control planes with the GenericWorkload gate and scheduling.k8s.io/v1beta1 on, against its own
+list. See docs/conformance.md.
 """

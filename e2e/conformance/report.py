@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,10 +41,14 @@ def spec_name(spec: dict[str, Any]) -> str:
 def first_line(message: str) -> str:
     """The first non-empty line of a failure message, with the second after a bare timeout.
 
-    Gomega's ``Timed out after 80.000s.`` says nothing by itself; the line after it does.
+    Gomega's ``Timed out after 80.000s.`` (Eventually) and ``Failed after 1.005s.``
+    (Consistently) say nothing by themselves; the line after them does, and when that is a
+    bare ``Expected``, the matcher's ``<value> to equal <value>`` lines after it.
     """
     lines = [line.strip() for line in message.splitlines() if line.strip()]
-    if len(lines) > 1 and lines[0].startswith("Timed out after"):
+    if len(lines) > 1 and lines[0].startswith(("Timed out after", "Failed after")):
+        if lines[1] == "Expected":
+            return " ".join(lines[:5])
         return f"{lines[0]} {lines[1]}"
     return lines[0] if lines else ""
 
@@ -69,3 +75,14 @@ def read_report(path: Path, must_contain: str = "[sig-scheduling]") -> dict[str,
                 seconds=int(spec.get("RunTime", 0)) / 1e9,
             )
     return results
+
+
+def focused(results: Mapping[str, SpecResult], focus: str) -> dict[str, SpecResult]:
+    """The specs ``--ginkgo.focus`` picks (skipped ones included).
+
+    Ginkgo reports every other spec as skipped too: kept, they would fill the workload
+    selection's table with the sig-scheduling specs it never meant to run. Go's regexp and
+    Python's ``re`` agree on the runner's patterns.
+    """
+    pattern = re.compile(focus)
+    return {name: r for name, r in results.items() if pattern.search(name)}

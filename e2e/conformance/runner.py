@@ -16,17 +16,19 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from e2e.cluster import ControlPlane, create_kwok_nodes
+from e2e.cluster.controlplane import feature_gate_flags
 from e2e.cluster.e2etest import build_e2e_test
 from e2e.cluster.nodes import core_v1, wait_node_agents_running
 from e2e.cluster.processes import ManagedProcess
+from e2e.conformance.expected import EXPECTED_FAILURES, EXPECTED_WORKLOAD_FAILURES, NOT_JUDGED
 from e2e.conformance.gate import KUBE_PYSCHED, KUBE_SCHEDULER
-from e2e.conformance.report import SpecResult, read_report
+from e2e.conformance.report import SpecResult, focused, read_report
 from e2e.pysched import Pysched, default_config
 
 NODE_COUNT = 4
@@ -38,6 +40,64 @@ SKIP = r"\[Feature:OffByDefault\]|\[Alpha\]|\[Flaky\]|\[Disruptive\]"
 SEED = 1337
 #: A full half takes 10-12 minutes (the hostPort conformance spec waits 5 by design).
 RUN_TIMEOUT = 45 * 60.0
+
+#: The three Describes of Kubernetes' Workload API (test/e2e/scheduling/{workload,
+#: gang_scheduling,workload_aware_preemption}.go), each labelled [FeatureGate:GenericWorkload]
+#: (hence [Beta] [Feature:OffByDefault] on every spec); the trailing label keeps ``Workload``
+#: from matching other Describes' prefixes.
+WORKLOAD_FOCUS = (
+    r"\[sig-scheduling\] (GangScheduling|WorkloadAwarePreemption|Workload) "
+    r"\[FeatureGate:GenericWorkload\]"
+)
+#: Only what no selection runs: the gated, Beta and off-by-default labels are the point here.
+WORKLOAD_SKIP = r"\[Flaky\]|\[Disruptive\]"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A set of specs, the control plane they need and the list they are judged against.
+
+    Each selection is its own gate: specs that need an API or gate turned on run on a control
+    plane with it on, without changing what the other selection runs on.
+    """
+
+    name: str
+    focus: str
+    skip: str
+    #: kube-pysched's known failures (expected.py) and the specs shown but not judged.
+    expected: Mapping[str, str]
+    not_judged: Mapping[str, str] = field(default_factory=dict)
+    #: ``--feature-gates`` of kube-apiserver, kube-controller-manager and both schedulers.
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    #: kube-apiserver's ``--runtime-config``.
+    runtime_config: Mapping[str, str] = field(default_factory=dict)
+    #: Where its halves' files go below a run's directory ("" keeps the first selection's
+    #: ``<run>/<scheduler>`` layout of earlier runs).
+    subdir: str = ""
+
+    def out_dir(self, run_dir: Path) -> Path:
+        return run_dir / self.subdir if self.subdir else run_dir
+
+    def pysched_args(self) -> list[str]:
+        """kube-pysched's flags for the selection's gates (it rejects gates it does not know)."""
+        return feature_gate_flags(self.feature_gates)
+
+
+#: The sig-scheduling specs that run on a default control plane (docs/conformance.md).
+SIG_SCHEDULING = Selection(
+    "sig-scheduling", FOCUS, SKIP, expected=EXPECTED_FAILURES, not_judged=NOT_JUDGED
+)
+#: Kubernetes' Workload API specs: PodGroups, gang scheduling, workload-aware preemption.
+WORKLOAD = Selection(
+    "workload",
+    WORKLOAD_FOCUS,
+    WORKLOAD_SKIP,
+    expected=EXPECTED_WORKLOAD_FAILURES,
+    feature_gates={"GenericWorkload": True},
+    runtime_config={"scheduling.k8s.io/v1beta1": "true"},
+    subdir="workload",
+)
+SELECTIONS = {s.name: s for s in (SIG_SCHEDULING, WORKLOAD)}
 
 
 @dataclass(frozen=True)
@@ -79,17 +139,23 @@ def run_half(
     scheduler: str,
     out_dir: Path,
     *,
+    selection: Selection = SIG_SCHEDULING,
     e2e_test: Path | None = None,
     seed: int = SEED,
-    focus: str = FOCUS,
-    skip: str = SKIP,
+    focus: str | None = None,
+    skip: str | None = None,
     timeout: float = RUN_TIMEOUT,
     out: TextIO | None = None,
 ) -> HalfRun:
-    """Start a control plane with ``scheduler`` as default scheduler, run the specs, stop."""
+    """Start a control plane with ``scheduler`` as default scheduler, run the specs, stop.
+
+    ``focus`` and ``skip`` narrow or widen the selection's own (None: the selection's).
+    """
     if scheduler not in (KUBE_SCHEDULER, KUBE_PYSCHED):
         raise ValueError(f"unknown scheduler {scheduler!r}")
     out = out or sys.stderr
+    focus = selection.focus if focus is None else focus
+    skip = selection.skip if skip is None else skip
     binary = e2e_test or build_e2e_test(out=out)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = out_dir / "report.json"
@@ -99,16 +165,25 @@ def run_half(
         workdir=out_dir / "cluster",
         with_scheduler=scheduler == KUBE_SCHEDULER,
         prompt_pod_deletion=True,
+        feature_gates=selection.feature_gates,
+        runtime_config=selection.runtime_config,
     )
     pysched: Pysched | None = None
     exit_code: int | None = None
     try:
         cp.start()
         if scheduler == KUBE_PYSCHED:
-            pysched = Pysched(cp.kubeconfig, pysched_config(), workdir=out_dir, name=KUBE_PYSCHED)
+            pysched = Pysched(
+                cp.kubeconfig,
+                pysched_config(),
+                workdir=out_dir,
+                name=KUBE_PYSCHED,
+                extra_args=selection.pysched_args(),
+            )
             pysched.start()
         prepare_nodes(cp.kubeconfig)
-        argv = [str(binary), *e2e_args(cp.kubeconfig, report, seed=seed, focus=focus, skip=skip)]
+        flags = e2e_args(cp.kubeconfig, report, seed=seed, focus=focus, skip=skip)
+        argv = [str(binary), *flags]
         print(f"[conformance] {scheduler}: e2e.test running, log {out_dir / 'e2e.log'}", file=out)
         exit_code = _run_e2e(argv, out_dir, timeout)
         if pysched is not None and not pysched.alive():
@@ -119,7 +194,7 @@ def run_half(
         cp.stop(remove_workdir=False)
         # Keep logs and kubeconfigs, drop the etcd data.
         shutil.rmtree(out_dir / "cluster" / "etcd", ignore_errors=True)
-    results = read_report(report) if report.is_file() else {}
+    results = focused(read_report(report), focus) if report.is_file() else {}
     return HalfRun(scheduler, results, exit_code, time.monotonic() - started, out_dir)
 
 
