@@ -21,20 +21,4 @@ NOT_JUDGED: dict[str, str] = {}
 
 #: The workload selection's list (runner.WORKLOAD: GenericWorkload on, the v1beta1 API served),
 #: same rules: full spec name -> the missing kube-pysched piece and why the spec needs it.
-EXPECTED_WORKLOAD_FAILURES: dict[str, str] = {
-    "[sig-scheduling] GangScheduling [FeatureGate:GenericWorkload] should schedule pods only "
-    "when quorum is reached [Beta] [Feature:OffByDefault]": (
-        "GangScheduling: kube-pysched has no plugin for v1beta1 PodGroups yet (docs/gang.md; "
-        "Coscheduling leaves them alone), so the first member of a minCount=2 group is bound "
-        "alone within a second and Running, where the spec requires it Pending until the "
-        "second member exists"
-    ),
-    "[sig-scheduling] WorkloadAwarePreemption [FeatureGate:GenericWorkload] workload-aware "
-    "preemption should preempt entire group with All disruption mode by a pod group [Beta] "
-    "[Feature:OffByDefault]": (
-        "group-aware preemption: DefaultPreemption picks victims pod by pod and ignores the "
-        "victims' PodGroup disruptionMode All; it preempts the one victim hp1 needs and "
-        "leaves the other member of PG-victim running, where the spec requires the whole "
-        "group preempted together"
-    ),
-}
+EXPECTED_WORKLOAD_FAILURES: dict[str, str] = {}
