@@ -382,6 +382,8 @@ def _assert_every_group_bound(record: dict[str, Any]) -> None:
     assert 0 < figures["group_all_bound_p50_s"] <= figures["group_all_bound_max_s"]
     assert figures["cpu_ms_per_pod"] > 0 and figures["throughput_overall"] > 0
     assert json.loads(Path(record["json"]).read_text())["figures"] == figures
+    # Each scheduler may read its PodGroups (scheduler-plugins runs as system:kube-scheduler).
+    assert "forbidden" not in Path(record["scheduler_log"]).read_text().lower(), record
 
 
 def test_every_gang_variant_binds_every_pod_of_every_group_or_is_reported_unsupported(

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client as k8s
+
 from e2e.bench.measure import PodTimes, percentile
 from e2e.bench.report import gang_line, machine_facts, write_record
 from e2e.bench.runner import Run, record_run
@@ -186,6 +188,48 @@ class GangRun(Run):
         return gang_figures(times, names, self.size)
 
 
+#: The kube-scheduler identity scheduler-plugins' build runs as (kube-scheduler's own).
+SCHEDULER_USER = "system:kube-scheduler"
+PODGROUP_ROLE = "bench-scheduler-plugins-podgroups"
+
+
+def grant_podgroups(api_client: k8s.ApiClient) -> None:
+    """Lets the kube-scheduler identity use scheduler-plugins' PodGroups, as scheduler-plugins'
+    install manifests do for its scheduler. Without it Coscheduling's PodGroup informer never
+    syncs and that scheduler binds nothing (not even the warm-up pod)."""
+    rbac = k8s.RbacAuthorizationV1Api(api_client)
+    role = {
+        "metadata": {"name": PODGROUP_ROLE},
+        "rules": [
+            {
+                "apiGroups": [ALPHA_GROUP],
+                "resources": [PODGROUPS, f"{PODGROUPS}/status"],
+                "verbs": ["get", "list", "watch", "update", "patch"],
+            }
+        ],
+    }
+    binding = {
+        "metadata": {"name": PODGROUP_ROLE},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": PODGROUP_ROLE,
+        },
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": SCHEDULER_USER}
+        ],
+    }
+    for create, body in (
+        (rbac.create_cluster_role, role),
+        (rbac.create_cluster_role_binding, binding),
+    ):
+        try:
+            create(body)
+        except k8s.ApiException as err:
+            if err.status != 409:
+                raise
+
+
 def gang_control_plane() -> ControlPlane:
     """A control plane serving both PodGroup APIs (not started)."""
     return ControlPlane(with_scheduler=False, feature_gates=GATES, runtime_config=RUNTIME_CONFIG)
@@ -213,6 +257,7 @@ def run_gang_workload(
         client = cp.api_client()
         try:
             apply_crds(client, PODGROUP_CRD)
+            grant_podgroups(client)
         finally:
             client.close()
         for variant in (v for v in VARIANTS if v.scheduler in schedulers):

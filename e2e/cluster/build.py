@@ -230,7 +230,7 @@ def ensure_scheduler_plugins(
         src = sdir / "src"
         shutil.rmtree(src, ignore_errors=True)
         src.mkdir()
-        _write_scheduler_plugins_module(src, version, log, out)
+        kubernetes = _write_scheduler_plugins_module(src, version, log, out)
         _run([_go(), "mod", "tidy"], src, log, out)
         linked = _overrides_linked(src, log, out)
         tidy = _step(out, "scheduler-plugins wrapper module + go mod tidy", t0)
@@ -238,7 +238,10 @@ def ensure_scheduler_plugins(
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
         t1 = time.monotonic()
-        ldflags = f"-s -w -X k8s.io/component-base/version.gitVersion={version}"
+        # The Kubernetes release it links, not scheduler-plugins' own tag (which its Makefile
+        # stamps): component-base derives the emulation version from gitVersion and refuses
+        # to start with a "v0.34" binary version (not between 1.31 and 0.34).
+        ldflags = f"-s -w -X k8s.io/component-base/version.gitVersion={kubernetes}"
         _run(
             [
                 _go(),
@@ -264,6 +267,7 @@ def ensure_scheduler_plugins(
             sdir,
             {
                 "scheduler_plugins": version,
+                "kubernetes": kubernetes,
                 "seconds": seconds,
                 "replace_overrides": overrides,
                 "overridden_linked": linked,
@@ -280,15 +284,16 @@ def ensure_scheduler_plugins(
 _SCHEDULER_PLUGINS_MODULE = "sigs.k8s.io/scheduler-plugins"
 
 
-def _write_scheduler_plugins_module(src: Path, version: str, log: Path, out: TextIO) -> None:
+def _write_scheduler_plugins_module(src: Path, version: str, log: Path, out: TextIO) -> str:
     """go.mod requiring scheduler-plugins at `version` with its own replaces carried over (a
     dependency's replaces are ignored, so the wrapper must state them), and a tools.go pinning
-    its cmd/scheduler."""
+    its cmd/scheduler. Returns the k8s.io/kubernetes version those replaces pin."""
     mod = f"{_SCHEDULER_PLUGINS_MODULE}@{version}"
     info = _run([_go(), "mod", "download", "-json", mod], src, log, out)
     replaces = module_replaces(Path(json.loads(info)["GoMod"]).read_text())
-    if not replaces:
-        raise BuildError(f"found no replace directives in {mod}'s go.mod")
+    pinned = [ver for old, _, ver in replaces if old == "k8s.io/kubernetes"]
+    if not pinned:
+        raise BuildError(f"{mod}'s go.mod does not pin k8s.io/kubernetes with a replace")
     lines = [
         "module kube-pysched/scheduler-plugins",
         "",
@@ -307,6 +312,7 @@ def _write_scheduler_plugins_module(src: Path, version: str, log: Path, out: Tex
         "//go:build tools\n\n// Package tools pins the command built from this module.\n"
         f'package tools\n\nimport _ "{_SCHEDULER_PLUGINS_MODULE}/cmd/scheduler"\n'
     )
+    return pinned[0]
 
 
 def _overrides_linked(src: Path, log: Path, out: TextIO) -> list[str]:
