@@ -360,7 +360,7 @@ def test_a_paced_run_records_the_asked_and_achieved_creation_rates(
 GANGS = WORKLOADS["SchedulingGangs"]
 SCHEDULER_PLUGINS_SKIP = (
     f"scheduler-plugins' kube-scheduler {SCHEDULER_PLUGINS_VERSION} is not cached "
-    f"({scheduler_plugins_path()}): building it from its Go module takes several minutes on a "
+    f"({scheduler_plugins_path()}): building it from its Go module takes about ten minutes on a "
     "cold two-core machine, too long for every CI run; it is built by the gang benchmark "
     "(python -m e2e.bench --workload SchedulingGangs), after which this test runs"
 )

@@ -206,10 +206,10 @@ def ensure_scheduler_plugins(
     Why a wrapper module: sigs.k8s.io/scheduler-plugins' go.mod pins k8s.io/kubernetes and
     its staging modules with replace directives, so ``go install ...@version`` is refused. A
     generated module requiring it, with the same (published-version) replaces, builds its
-    cmd/scheduler from exactly the dependency graph its release was tested with. The version is
-    stamped the way its Makefile does. Only the gang benchmark (and its smoke test, when the
-    binary is cached) needs it; cold it costs several minutes on two cores (the k8s v1.34
-    module graph is downloaded and compiled; see docs/benchmarks.md).
+    cmd/scheduler from its release's dependency graph (save the replaces the proxy refuses, see
+    versions.py). Only the gang benchmark (and its smoke test, when the binary is cached) needs
+    it; cold it takes about ten minutes on two cores (the k8s v1.34 module graph downloaded,
+    then compiled; see docs/benchmarks.md).
     """
     out = out or sys.stderr
     sdir = cache_root() / f"scheduler-plugins-{version}"
