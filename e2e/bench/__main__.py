@@ -2,10 +2,12 @@
 
     python -m e2e.bench --workload SchedulingBasic --size 1000
     python -m e2e.bench --workload all --size small --scheduler kube-pysched --profile
+    python -m e2e.bench --workload SchedulingGangs --size 1000   # issue 17's gang benchmark
 
 Each workload runs once per scheduler (kube-scheduler first), one scheduler at a time, on one
-local control plane with fresh nodes and namespaces. Figures come from a pod watch and /proc.
-A table goes to the terminal and one JSON per run to bench-results/ (see docs/benchmarks.md).
+local control plane with fresh nodes and namespaces. A gang workload runs alone, on a control
+plane of its own, once per gang variant (e2e/bench/gangs.py). Figures come from a pod watch and
+/proc. A table goes to the terminal and one JSON per run to bench-results/ (see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -15,16 +17,30 @@ import os
 import signal
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
+from e2e.bench.gangs import run_gang_workload
 from e2e.bench.pinning import CapacityError, capacity_cpus
-from e2e.bench.report import REPO_ROOT, machine_facts, one_line, table, write_record
-from e2e.bench.runner import Run
-from e2e.bench.schedulers import KUBE_PYSCHED, SCHEDULERS, scheduler_config, unsupported_reason
-from e2e.bench.workload import Workload, load_workloads, ordered_names
+from e2e.bench.report import (
+    REPO_ROOT,
+    gang_table,
+    machine_facts,
+    one_line,
+    table,
+    write_record,
+)
+from e2e.bench.runner import Run, record_run
+from e2e.bench.schedulers import (
+    KUBE_PYSCHED,
+    SCHEDULER_PLUGINS,
+    SCHEDULERS,
+    scheduler_config,
+    unsupported_reason,
+)
+from e2e.bench.workload import Workload, gang_names, load_workloads, ordered_names
 from e2e.cluster import ControlPlane, build
+from e2e.cluster.build import ensure_scheduler_plugins
 
 RESULTS_DIR = REPO_ROOT / "bench-results"
 DEFAULT_DEADLINE = 900.0
@@ -126,28 +142,7 @@ def _run_one(
         capacity=capacity,
         create_qps=create_qps,
     )
-    record["mode"] = run.mode
-    if create_qps is not None:
-        record["create_qps"] = create_qps
-    try:
-        record["figures"] = run.execute()
-    except Exception as err:  # one broken run must not lose the runs after it
-        traceback.print_exc()
-        record["failed"] = f"failed: {type(err).__name__}: {err}"
-    if run.cleanup_error is not None:
-        record["cleanup_failed"] = run.cleanup_error
-    record["phases_seconds"] = run.phases
-    if "failed" in record:
-        return record
-    record["run_id"] = run.run_id
-    record["scheduler_log"] = str(run.scheduler_log)
-    if run.watch_errors:
-        record["watch_errors"] = run.watch_errors
-    if run.profile_path is not None:
-        record["profile"] = str(run.profile_path)
-    if run.pinning is not None:
-        record["pinning"] = run.pinning
-    return record
+    return record_run(run, record)
 
 
 def _not_run(workload: Workload, size_name: str, which: str, leftover: str) -> dict[str, Any]:
@@ -163,13 +158,23 @@ def _not_run(workload: Workload, size_name: str, which: str, leftover: str) -> d
 def main(argv: list[str] | None = None) -> int:
     workloads = load_workloads()
     names_all = ordered_names(workloads)
+    gangs = gang_names(workloads)
     sizes = sorted({s for w in workloads.values() for s in w.sizes}, key=_size_order)
     parser = argparse.ArgumentParser(prog="python -m e2e.bench", description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--workload", default="all", help=f"comma-separated names or 'all': {', '.join(names_all)}"
+        "--workload",
+        default="all",
+        help=f"comma-separated names or 'all': {', '.join(names_all)}; or one gang workload, "
+        f"alone: {', '.join(gangs)}",
     )
     parser.add_argument("--size", default="small", choices=sizes)
-    parser.add_argument("--scheduler", default="both", choices=("both", *SCHEDULERS))
+    parser.add_argument(
+        "--scheduler",
+        default="both",
+        choices=("both", *SCHEDULERS, SCHEDULER_PLUGINS),
+        help="'both': every scheduler of the workload (a gang workload's: all three); "
+        f"{SCHEDULER_PLUGINS} runs gang workloads only",
+    )
     parser.add_argument(
         "--profile", action="store_true", help="sample kube-pysched with py-spy during each run"
     )
@@ -212,12 +217,23 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in workloads]
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(unknown)}")
-    schedulers = list(SCHEDULERS) if args.scheduler == "both" else [args.scheduler]
+    gang = [n for n in names if n in gangs]
+    if gang and (len(names) > 1 or args.backlog or args.capacity or args.profile):
+        parser.error(f"{gang[0]} runs alone, live (no --backlog, --capacity or --profile)")
+    if not gang and args.scheduler == SCHEDULER_PLUGINS:
+        parser.error(f"{SCHEDULER_PLUGINS} runs gang workloads only ({', '.join(gangs)})")
+    if gang and args.size not in workloads[gang[0]].sizes:
+        parser.error(f"{gang[0]} has sizes {', '.join(workloads[gang[0]].sizes)}")
+    every = (*SCHEDULERS, SCHEDULER_PLUGINS) if gang else SCHEDULERS
+    schedulers = list(every) if args.scheduler == "both" else [args.scheduler]
     # Ctrl-C and SIGTERM (also when started in the background) unwind through the cleanup:
     # the run's objects are deleted and the control plane is stopped.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     build()
+    command = "python -m e2e.bench " + " ".join(sys.argv[1:] if argv is None else argv)
+    if gang:
+        return _run_gangs(workloads[gang[0]], args, schedulers, command)
     records = run_workloads(
         names,
         args.size,
@@ -228,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         backlog=args.backlog,
         capacity=args.capacity,
         create_qps=args.create_qps,
-        command="python -m e2e.bench " + " ".join(sys.argv[1:] if argv is None else argv),
+        command=command,
     )
     print()
     print(table(records))
@@ -238,6 +254,28 @@ def main(argv: list[str] | None = None) -> int:
             print(f"profile of {r['workload']}: {r['profile']}")
     failed = [r for r in records if "failed" in r]
     return 1 if failed else 0
+
+
+def _run_gangs(
+    workload: Workload, args: argparse.Namespace, schedulers: list[str], command: str
+) -> int:
+    """The gang workload's variants; scheduler-plugins is built first (once, cached) when
+    asked for, so a build failure stops the benchmark before any cluster is started."""
+    if SCHEDULER_PLUGINS in schedulers:
+        ensure_scheduler_plugins()
+    records = run_gang_workload(
+        workload,
+        args.size,
+        schedulers,
+        deadline=args.deadline,
+        results_dir=args.results,
+        command=command,
+        create_qps=args.create_qps,
+    )
+    print()
+    print(gang_table(records))
+    print(f"\nJSON per run in {args.results}")
+    return 1 if any("failed" in r for r in records) else 0
 
 
 def _load_average() -> list[float]:

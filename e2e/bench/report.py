@@ -85,7 +85,8 @@ def _git_commit() -> str:
 
 def write_record(record: dict[str, Any], results_dir: Path) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    path = results_dir / f"{stamp}-{record['workload']}-{record['size']}-{record['scheduler']}.json"
+    who = record.get("variant", record["scheduler"])
+    path = results_dir / f"{stamp}-{record['workload']}-{record['size']}-{who}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path
 
@@ -241,6 +242,69 @@ def markdown_table(records: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines + (["", *footnotes] if footnotes else []))
 
 
+# The gang benchmark's columns (e2e/bench/gangs.py): group times are first member created to
+# last member bound, over the groups all of whose members were bound.
+GANG_COLUMNS = (
+    ("throughput_overall", "pods/s"),
+    ("group_all_bound_p50_s", "group p50 s"),
+    ("group_all_bound_p90_s", "group p90 s"),
+    ("group_all_bound_max_s", "group max s"),
+    ("groups_all_bound", "groups done"),
+    ("cpu_ms_per_pod", "cpu ms/pod"),
+    ("cpu_seconds", "cpu s"),
+    ("peak_rss_mib", "rss MiB"),
+    ("unscheduled_pods", "unsched"),
+    ("create_rate", "create/s"),
+)
+
+
+def gang_line(record: dict[str, Any]) -> str:
+    """Progress line printed as each gang run ends."""
+    head = f"{record['workload']:<16} {record['size']:>5} {record['variant']:<30}"
+    if "figures" not in record:
+        return f"{head} {not_measured(record)}"
+    f = record["figures"]
+    return (
+        f"{head} {f['throughput_overall']} pods/s  groups all bound {f['groups_all_bound']}/"
+        f"{f['groups']} in p50 {f['group_all_bound_p50_s']} / p90 {f['group_all_bound_p90_s']}"
+        f" / max {f['group_all_bound_max_s']} s  cpu {f['cpu_ms_per_pod']} ms/pod  "
+        f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
+        + (f"  CLEANUP FAILED: {record['cleanup_failed']}" if "cleanup_failed" in record else "")
+    )
+
+
+def gang_table(records: Sequence[dict[str, Any]]) -> str:
+    """One row per gang variant run, in the order run."""
+    header = f"{'variant':<31}{'mode':<10}" + "".join(f"{t:>13}" for _, t in GANG_COLUMNS)
+    lines = [header, "-" * len(header)]
+    for r in records:
+        label = f"{r['variant']:<31}{mode_cell(r):<10}"
+        if "figures" not in r:
+            lines.append(f"{label}{not_measured(r)}")
+            continue
+        lines.append(label + "".join(f"{_cell(r['figures'], k):>13}" for k, _ in GANG_COLUMNS))
+    return "\n".join(lines)
+
+
+def gang_markdown_table(records: Sequence[dict[str, Any]]) -> str:
+    """The gang runs as a Markdown table (for docs/benchmarks.md)."""
+    titles = [title for _, title in GANG_COLUMNS]
+    lines = [
+        "| size | scheduler | plugin (PodGroup API) | mode | " + " | ".join(titles) + " |",
+        "| --- | --- | --- | --- | " + " | ".join("---:" for _ in GANG_COLUMNS) + " |",
+    ]
+    for r in records:
+        head = f"| {r['size']} | {r['scheduler']} | {r['plugin']} ({r['group_api']}) |"
+        head += f" {mode_cell(r)} |"
+        if "figures" not in r:
+            blank = " | ".join("" for _ in GANG_COLUMNS[1:])
+            lines.append(f"{head} {not_measured(r)} | {blank} |")
+            continue
+        cells = " | ".join(_cell(r["figures"], k) for k, _ in GANG_COLUMNS)
+        lines.append(f"{head} {cells} |")
+    return "\n".join(lines)
+
+
 CPU_USERS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager", "bench harness")
 
 
@@ -262,7 +326,8 @@ def markdown_cpu_table(records: Sequence[dict[str, Any]]) -> str:
         other = round(max(0.0, busy - sum(named)), 2)
         cells = [figures["machine_busy_cores"], *named, other, figures["window_seconds"]]
         row = " | ".join(str(c) for c in cells)
-        head = f"| {r['workload']} | {r['size']} | {r['scheduler']} | {run_mode(r)} |"
+        who = r.get("variant", r["scheduler"])
+        head = f"| {r['workload']} | {r['size']} | {who} | {run_mode(r)} |"
         lines.append(f"{head} {row} |")
     return "\n".join(lines) if len(lines) > 2 else ""
 
@@ -282,10 +347,19 @@ def main(argv: Sequence[str]) -> int:
         except (OSError, ValueError) as err:
             parser.error(f"{path}: not a readable run record ({err})")
     records.sort(key=lambda r: r.get("started", ""))
-    print(table(records))
-    print()
-    print(markdown_table(records))
-    cpu = markdown_cpu_table(records)
+    gangs = [r for r in records if "variant" in r]
+    records = [r for r in records if "variant" not in r]
+    if gangs:
+        print(gang_table(gangs))
+        print()
+        print(gang_markdown_table(gangs))
+        if records:
+            print()
+    if records:
+        print(table(records))
+        print()
+        print(markdown_table(records))
+    cpu = markdown_cpu_table(gangs + records)
     if cpu:
         print()
         print(cpu)

@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError
 
 from e2e.bench.measure import (
+    PodTimes,
     PodWatcher,
     cpu_breakdown,
     cpu_snapshot,
@@ -205,9 +207,10 @@ class Run:
             self.create_service()
             self.create_volumes()
             self.create_init_pods()
+            self.create_groups()
         if self.backlog:
             return self._execute_backlog()
-        config = scheduler_config(self.workload)
+        config = self.scheduler_config()
         with ExitStack() as stack:
             with self._phase("scheduler_start"):
                 sched = stack.enter_context(
@@ -218,6 +221,7 @@ class Run:
                         run_id=self.run_id,
                         workdir=self.workdir,
                         profile_stem=self._profile_stem() if self.profile else None,
+                        feature_gates=self.scheduler_feature_gates(),
                     )
                 )
             self.scheduler_log = sched.log_path
@@ -248,7 +252,7 @@ class Run:
         first_bound = watcher.first_bound(wanted)
         try:
             with self._phase("backlog"):
-                parallel(lambda name: self.create_pod(self.workload.measured.manifest(name)), names)
+                parallel(lambda name: self.create_pod(self.measured_manifest(name)), names)
             with ExitStack() as stack:
                 sched_cpus: set[int] | None = None
                 pinned: Pinned | None = None
@@ -262,11 +266,12 @@ class Run:
                         running_scheduler(
                             self.which,
                             self.cp,
-                            scheduler_config(self.workload),
+                            self.scheduler_config(),
                             run_id=self.run_id,
                             workdir=self.workdir,
                             profile_stem=self._profile_stem() if self.profile else None,
                             cpus=sched_cpus,
+                            feature_gates=self.scheduler_feature_gates(),
                         )
                     )
                 self.scheduler_log = sched.log_path
@@ -370,13 +375,13 @@ class Run:
                 names = self._create_through_replica_set(watcher)
             elif self.create_qps is not None:
                 pacing = create_paced(
-                    lambda i: self.create_pod(self.workload.measured.manifest(names[i])),
+                    lambda i: self.create_pod(self.measured_manifest(names[i])),
                     len(names),
                     self.create_qps,
                     threads=CREATE_THREADS,
                 )
             else:
-                parallel(lambda name: self.create_pod(self.workload.measured.manifest(name)), names)
+                parallel(lambda name: self.create_pod(self.measured_manifest(name)), names)
             created_seconds = time.monotonic() - start
             self._wait_bound(watcher, set(names))
             usage_after, cpu_after = process_usage(pid), cpu_snapshot(pids)
@@ -386,7 +391,9 @@ class Run:
                 thread.join(30)
             watcher.stop()
         self.watch_errors = watcher.errors
-        figures: dict[str, Any] = summarize(watcher.snapshot(), names, start)
+        times = watcher.snapshot()
+        figures: dict[str, Any] = summarize(times, names, start)
+        figures.update(self.extra_figures(times, names))
         cpu = usage_after.cpu_seconds - usage_before.cpu_seconds
         bound = figures["bound_pods"]
         figures.update(
@@ -442,6 +449,27 @@ class Run:
             interval=0.2,
         )
         return seen()
+
+    # --- what a kind of workload varies (gangs.GangRun overrides these) ---------------------
+
+    def scheduler_config(self) -> dict[str, Any]:
+        """The KubeSchedulerConfiguration the scheduler under test runs with."""
+        return scheduler_config(self.workload)
+
+    def scheduler_feature_gates(self) -> dict[str, bool] | None:
+        """The scheduler's --feature-gates (None: its default, see running_scheduler)."""
+        return None
+
+    def measured_manifest(self, name: str) -> dict[str, Any]:
+        """The measured pod `name`."""
+        return self.workload.measured.manifest(name)
+
+    def create_groups(self) -> None:
+        """Objects the measured pods need besides nodes, volumes and init pods (none here)."""
+
+    def extra_figures(self, times: PodTimes, names: list[str]) -> dict[str, Any]:
+        """Figures of a live run beyond summarize's (none here)."""
+        return {}
 
     # --- cluster objects --------------------------------------------------------------------
 
@@ -654,6 +682,33 @@ class Run:
             )
             resp.read()
             resp.release_conn()
+
+
+def record_run(run: Run, record: dict[str, Any]) -> dict[str, Any]:
+    """Executes `run` and completes its `record`: figures (or why it failed), phases, and where
+    its log and profile are."""
+    record["mode"] = run.mode
+    if run.create_qps is not None:
+        record["create_qps"] = run.create_qps
+    try:
+        record["figures"] = run.execute()
+    except Exception as err:  # one broken run must not lose the runs after it
+        traceback.print_exc()
+        record["failed"] = f"failed: {type(err).__name__}: {err}"
+    if run.cleanup_error is not None:
+        record["cleanup_failed"] = run.cleanup_error
+    record["phases_seconds"] = run.phases
+    if "failed" in record:
+        return record
+    record["run_id"] = run.run_id
+    record["scheduler_log"] = str(run.scheduler_log)
+    if run.watch_errors:
+        record["watch_errors"] = run.watch_errors
+    if run.profile_path is not None:
+        record["profile"] = str(run.profile_path)
+    if run.pinning is not None:
+        record["pinning"] = run.pinning
+    return record
 
 
 def _node_ready(node: dict[str, Any]) -> bool:

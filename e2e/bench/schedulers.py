@@ -9,7 +9,7 @@ is reported "not supported yet" for kube-pysched.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +18,8 @@ from typing import Any
 from e2e.bench.profiling import PySpy
 from e2e.bench.workload import SCHEDULER_NAME, Workload
 from e2e.cluster import ControlPlane
+from e2e.cluster.build import ensure_scheduler_plugins
+from e2e.cluster.controlplane import feature_gate_flags
 from e2e.pysched import Pysched
 from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
 from scheduler.plugins.missing import GUARDS
@@ -26,6 +28,9 @@ from scheduler.plugins.registry import in_tree_registry
 KUBE_SCHEDULER = "kube-scheduler"
 KUBE_PYSCHED = "kube-pysched"
 SCHEDULERS = (KUBE_SCHEDULER, KUBE_PYSCHED)
+#: scheduler-plugins' kube-scheduler (its Coscheduling plugin): the gang benchmark's third
+#: scheduler, built from its Go module only when a run asks for it.
+SCHEDULER_PLUGINS = "scheduler-plugins"
 
 
 def pysched_missing_plugins() -> list[str]:
@@ -76,14 +81,24 @@ def running_scheduler(
     workdir: Path,
     profile_stem: Path | None = None,
     cpus: set[int] | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> Iterator[RunningScheduler]:
     """Starts `which` (ready to serve) and stops it on exit.
 
     With `profile_stem`, kube-pysched is sampled by py-spy into files named after it; with
-    `cpus`, the scheduler is started pinned to them (capacity mode).
+    `cpus`, the scheduler is started pinned to them (capacity mode). `feature_gates` are the
+    scheduler's own (None: kube-scheduler gets the control plane's, kube-pysched none);
+    scheduler-plugins' build is never given any (the v1.37 gates are unknown to it).
     """
-    if which == KUBE_SCHEDULER:
-        handle = cp.start_scheduler(config, name=f"bench-ks-{run_id}", cpus=cpus)
+    if which in (KUBE_SCHEDULER, SCHEDULER_PLUGINS):
+        plugins = which == SCHEDULER_PLUGINS
+        handle = cp.start_scheduler(
+            config,
+            name=f"bench-{'sp' if plugins else 'ks'}-{run_id}",
+            cpus=cpus,
+            feature_gates={} if plugins else feature_gates,
+            binary=ensure_scheduler_plugins() if plugins else None,
+        )
         try:
             yield RunningScheduler(handle.pid, handle.process.log_path)
         finally:
@@ -94,7 +109,12 @@ def running_scheduler(
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     sched = Pysched(
-        cp.kubeconfig, config, workdir=logs, name=f"kube-pysched-{run_id}", cpus=cpus
+        cp.kubeconfig,
+        config,
+        workdir=logs,
+        name=f"kube-pysched-{run_id}",
+        cpus=cpus,
+        extra_args=feature_gate_flags(feature_gates or {}),
     ).start()
     assert sched.process is not None
     running = RunningScheduler(sched.process.pid, sched.log_path)

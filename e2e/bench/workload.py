@@ -2,11 +2,13 @@
 
 A workload file names its sizes, a node template, and pod templates for the init pods (placed
 before measuring), the measured pods, an optional background of pods arriving at a fixed
-interval and an optional churn of a node and a pod recreated at a fixed interval.
+interval and an optional churn of a node and a pod recreated at a fixed interval. A gang
+workload (`gangs:`) splits its measured pods into groups of seeded random sizes, each a PodGroup.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,26 @@ class Size:
     init_pods: int
     measured_pods: int
     name: str = ""
+    # A gang workload's group sizes, in creation order (measured_pods is their sum).
+    groups: tuple[int, ...] = ()
+
+    def group_of(self) -> list[int]:
+        """The group index of each measured pod: groups take consecutive pods."""
+        return [g for g, members in enumerate(self.groups) for _ in range(members)]
+
+
+def group_sizes(count: int, smallest: int, largest: int, seed: int) -> tuple[int, ...]:
+    """`count` group sizes drawn uniformly from smallest..largest with a fixed seed, so every
+    scheduler (and every run) meets the same groups in the same order."""
+    rng = random.Random(seed)
+    return tuple(rng.randint(smallest, largest) for _ in range(count))
+
+
+def _parse_size(name: str, doc: Mapping[str, Any], gang_seed: int | None) -> Size:
+    if gang_seed is None:
+        return Size(int(doc["nodes"]), int(doc.get("initPods", 0)), int(doc["measuredPods"]), name)
+    groups = group_sizes(int(doc["groups"]), int(doc["minSize"]), int(doc["maxSize"]), gang_seed)
+    return Size(int(doc["nodes"]), int(doc.get("initPods", 0)), sum(groups), name, groups)
 
 
 @dataclass(frozen=True)
@@ -204,15 +226,14 @@ class Workload:
     owner: str = ""
     service: bool = False
     volumes: VolumeTemplate | None = None  # a pre-bound PV/claim pair per init and measured pod
+    # Gang workload: the seed of its group sizes (each size names groups, minSize, maxSize).
+    gang_seed: int | None = None
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any]) -> Workload:
-        sizes = {
-            str(name): Size(
-                int(s["nodes"]), int(s.get("initPods", 0)), int(s["measuredPods"]), str(name)
-            )
-            for name, s in doc["sizes"].items()
-        }
+        gangs = doc.get("gangs")
+        seed = int(gangs["seed"]) if gangs else None
+        sizes = {str(name): _parse_size(str(name), s, seed) for name, s in doc["sizes"].items()}
         init = doc.get("initPods")
         return cls(
             name=doc["name"],
@@ -227,6 +248,7 @@ class Workload:
             owner=str(doc.get("measuredPods", {}).get("owner", "")),
             service=bool(doc.get("measuredPods", {}).get("service", False)),
             volumes=VolumeTemplate.parse(doc.get("persistentVolumes")),
+            gang_seed=seed,
         )
 
 
@@ -293,5 +315,13 @@ DEFAULT_ORDER = (
 
 
 def ordered_names(workloads: Mapping[str, Workload]) -> list[str]:
-    known = [n for n in DEFAULT_ORDER if n in workloads]
-    return known + sorted(n for n in workloads if n not in DEFAULT_ORDER)
+    """The scheduler_perf-style workloads `--workload all` runs. Gang workloads are left out:
+    they run on a control plane of their own (feature gates) with their own set of schedulers,
+    and only when named (gang_names)."""
+    plain = {n: w for n, w in workloads.items() if w.gang_seed is None}
+    known = [n for n in DEFAULT_ORDER if n in plain]
+    return known + sorted(n for n in plain if n not in DEFAULT_ORDER)
+
+
+def gang_names(workloads: Mapping[str, Workload]) -> list[str]:
+    return sorted(n for n, w in workloads.items() if w.gang_seed is not None)

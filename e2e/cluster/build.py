@@ -29,6 +29,8 @@ from e2e.cluster.versions import (
     HELM_VERSION,
     KUBERNETES_VERSION,
     KWOK_VERSION,
+    SCHEDULER_PLUGINS_REPLACE_OVERRIDES,
+    SCHEDULER_PLUGINS_VERSION,
     cache_key,
     staging_version,
 )
@@ -183,6 +185,175 @@ def ensure_helm(helm_version: str = HELM_VERSION, *, out: TextIO | None = None) 
         seconds = _step(out, f"go install helm {helm_version}", t0)
         _write_stamp(hdir, {"helm": helm_version, "seconds": seconds})
         return binary
+
+
+def scheduler_plugins_path(version: str = SCHEDULER_PLUGINS_VERSION) -> Path:
+    """Where scheduler-plugins' kube-scheduler of that version lives once built."""
+    return cache_root() / f"scheduler-plugins-{version}" / "bin" / "kube-scheduler"
+
+
+def scheduler_plugins_built(version: str = SCHEDULER_PLUGINS_VERSION) -> bool:
+    """True when a completed scheduler-plugins build (stamp plus binary) is cached."""
+    binary = scheduler_plugins_path(version)
+    return (binary.parent.parent / STAMP_NAME).is_file() and os.access(binary, os.X_OK)
+
+
+def ensure_scheduler_plugins(
+    version: str = SCHEDULER_PLUGINS_VERSION, *, out: TextIO | None = None
+) -> Path:
+    """Return scheduler-plugins' kube-scheduler, building it once per version.
+
+    Why a wrapper module: sigs.k8s.io/scheduler-plugins' go.mod pins k8s.io/kubernetes and
+    its staging modules with replace directives, so ``go install ...@version`` is refused. A
+    generated module requiring it, with the same (published-version) replaces, builds its
+    cmd/scheduler from its release's dependency graph (save the replaces the proxy refuses, see
+    versions.py). Only the gang benchmark (and its smoke test, when the binary is cached) needs
+    it; cold it takes about ten minutes on two cores (the k8s v1.34 module graph downloaded,
+    then compiled; see docs/benchmarks.md).
+    """
+    out = out or sys.stderr
+    sdir = cache_root() / f"scheduler-plugins-{version}"
+    sdir.mkdir(parents=True, exist_ok=True)
+    with _locked(sdir / ".lock"):
+        binary = scheduler_plugins_path(version)
+        if scheduler_plugins_built(version):
+            return binary
+        (sdir / STAMP_NAME).unlink(missing_ok=True)
+        log = sdir / "build.log"
+        log.write_text(f"building sigs.k8s.io/scheduler-plugins {version}\n")
+        t0 = time.monotonic()
+        print(
+            f"[cluster-build] building scheduler-plugins {version} (log: {log})",
+            file=out,
+            flush=True,
+        )
+        src = sdir / "src"
+        shutil.rmtree(src, ignore_errors=True)
+        src.mkdir()
+        kubernetes = _write_scheduler_plugins_module(src, version, log, out)
+        _run([_go(), "mod", "tidy"], src, log, out)
+        linked = _overrides_linked(src, log, out)
+        tidy = _step(out, "scheduler-plugins wrapper module + go mod tidy", t0)
+        partial = sdir / "bin.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir()
+        t1 = time.monotonic()
+        # The Kubernetes release it links, not scheduler-plugins' own tag (which its Makefile
+        # stamps): component-base derives the emulation version from gitVersion and refuses
+        # to start with a "v0.34" binary version (not between 1.31 and 0.34).
+        ldflags = f"-s -w -X k8s.io/component-base/version.gitVersion={kubernetes}"
+        _run(
+            [
+                _go(),
+                "build",
+                "-trimpath",
+                "-ldflags",
+                ldflags,
+                "-o",
+                str(partial / "kube-scheduler"),
+                f"{_SCHEDULER_PLUGINS_MODULE}/cmd/scheduler",
+            ],
+            src,
+            log,
+            out,
+        )
+        go_build = _step(out, "go build scheduler-plugins cmd/scheduler", t1)
+        _run([str(partial / "kube-scheduler"), "--version"], partial, log, out)
+        shutil.rmtree(binary.parent, ignore_errors=True)
+        partial.rename(binary.parent)
+        seconds = {"tidy": tidy, "go_build": go_build, "total": time.monotonic() - t0}
+        overrides = dict(SCHEDULER_PLUGINS_REPLACE_OVERRIDES)
+        _write_stamp(
+            sdir,
+            {
+                "scheduler_plugins": version,
+                "kubernetes": kubernetes,
+                "seconds": seconds,
+                "replace_overrides": overrides,
+                "overridden_linked": linked,
+            },
+        )
+        print(
+            f"[cluster-build] scheduler-plugins done in {seconds['total']:.0f}s -> {binary}",
+            file=out,
+            flush=True,
+        )
+        return binary
+
+
+_SCHEDULER_PLUGINS_MODULE = "sigs.k8s.io/scheduler-plugins"
+
+
+def _write_scheduler_plugins_module(src: Path, version: str, log: Path, out: TextIO) -> str:
+    """go.mod requiring scheduler-plugins at `version` with its own replaces carried over (a
+    dependency's replaces are ignored, so the wrapper must state them), and a tools.go pinning
+    its cmd/scheduler. Returns the k8s.io/kubernetes version those replaces pin."""
+    mod = f"{_SCHEDULER_PLUGINS_MODULE}@{version}"
+    info = _run([_go(), "mod", "download", "-json", mod], src, log, out)
+    replaces = module_replaces(Path(json.loads(info)["GoMod"]).read_text())
+    pinned = [ver for old, _, ver in replaces if old == "k8s.io/kubernetes"]
+    if not pinned:
+        raise BuildError(f"{mod}'s go.mod does not pin k8s.io/kubernetes with a replace")
+    lines = [
+        "module kube-pysched/scheduler-plugins",
+        "",
+        f"go {GO_DIRECTIVE}",
+        "",
+        f"require {_SCHEDULER_PLUGINS_MODULE} {version}",
+        "",
+        *(
+            f"replace {old} => {new} {SCHEDULER_PLUGINS_REPLACE_OVERRIDES.get(old, ver)}"
+            for old, new, ver in replaces
+        ),
+        "",
+    ]
+    (src / "go.mod").write_text("\n".join(lines))
+    (src / "tools.go").write_text(
+        "//go:build tools\n\n// Package tools pins the command built from this module.\n"
+        f'package tools\n\nimport _ "{_SCHEDULER_PLUGINS_MODULE}/cmd/scheduler"\n'
+    )
+    return pinned[0]
+
+
+def _overrides_linked(src: Path, log: Path, out: TextIO) -> list[str]:
+    """The overridden modules some package of which cmd/scheduler links (those are the ones
+    whose version differs from scheduler-plugins' release in the binary)."""
+    deps = _run(
+        [_go(), "list", "-deps", f"{_SCHEDULER_PLUGINS_MODULE}/cmd/scheduler"], src, log, out
+    ).split()
+    linked = sorted(
+        mod
+        for mod in SCHEDULER_PLUGINS_REPLACE_OVERRIDES
+        if any(pkg == mod or pkg.startswith(mod + "/") for pkg in deps)
+    )
+    if linked:
+        print(
+            f"[cluster-build] scheduler-plugins links overridden modules: {', '.join(linked)}",
+            file=out,
+            flush=True,
+        )
+    return linked
+
+
+def module_replaces(gomod: str) -> list[tuple[str, str, str]]:
+    """The (module, replacement, version) replaces of a go.mod that point at published
+    versions (single-line and block form); local-directory replaces are left out."""
+    found: list[tuple[str, str, str]] = []
+    in_block = False
+    for raw in gomod.splitlines():
+        line = raw.split("//", 1)[0].strip()
+        if line.startswith("replace ("):
+            in_block = True
+            continue
+        if in_block and line == ")":
+            in_block = False
+            continue
+        if not in_block and not line.startswith("replace "):
+            continue
+        parts = line.removeprefix("replace ").split()
+        if len(parts) == 4 and parts[1] == "=>" and not parts[2].startswith("."):
+            found.append((parts[0], parts[2], parts[3]))
+    return found
 
 
 def _helm_ldflags(helm_version: str, cwd: Path, log: Path, out: TextIO) -> str:

@@ -239,6 +239,7 @@ class ControlPlane:
         extra_args: Sequence[str] = (),
         cpus: Iterable[int] | None = None,
         feature_gates: Mapping[str, bool] | None = None,
+        binary: str | Path | None = None,
     ) -> SchedulerHandle:
         """Run another kube-scheduler with a KubeSchedulerConfiguration (YAML text, file or dict).
 
@@ -246,7 +247,8 @@ class ControlPlane:
         leader election defaults to off (it would otherwise contend for the same Lease as the
         default scheduler). ``cpus`` starts it pinned to those CPUs. ``feature_gates`` are its
         ``--feature-gates``; None (the default) gives it the control plane's, ``{}`` none.
-        Returns once /healthz answers.
+        ``binary`` runs another build of kube-scheduler (e.g. scheduler-plugins') with the same
+        flags. Returns once /healthz answers.
         """
         pki = self._require_pki()
         name = name or f"kube-scheduler-{len(self._schedulers) + 1}"
@@ -264,6 +266,8 @@ class ControlPlane:
         argv = self._scheduler_argv(
             config_path, port, pki, [*feature_gate_flags(gates), *extra_args]
         )
+        if binary is not None:
+            argv[0] = str(binary)
         proc = self._spawn(name, argv, cpus=cpus)
         handle = SchedulerHandle(proc, port, config_path)
         self._schedulers[name] = handle

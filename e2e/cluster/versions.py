@@ -17,6 +17,35 @@ KWOK_VERSION = "v0.8.0"
 #: test (e2e/test_chart.py) and for rendering deploy/ from the chart.
 HELM_VERSION = "v3.22.0"
 
+#: sigs.k8s.io/scheduler-plugins release whose kube-scheduler (cmd/scheduler, with the
+#: Coscheduling plugin) the gang benchmark runs beside kube-pysched. The newest release tag the
+#: module proxy serves (v0.35.0 is refused); it links k8s.io/kubernetes v1.34.7, so it runs
+#: three minors behind the v1.37 kube-apiserver (the APIs it uses are all stable v1).
+SCHEDULER_PLUGINS_VERSION = "v0.34.7"
+
+#: Replaces in scheduler-plugins' go.mod whose v0.34.7 target the module proxy refuses here,
+#: moved to the control plane's staging version (served, and built by `make cluster-build`).
+#: The build lists which of them cmd/scheduler links (stamp: overridden_linked); the others
+#: only complete the module graph and change nothing in the binary.
+SCHEDULER_PLUGINS_REPLACE_OVERRIDES = {
+    f"k8s.io/{name}": "v0.37.2"
+    for name in (
+        "cli-runtime",
+        "cluster-bootstrap",
+        "cri-api",
+        "cri-client",
+        "csi-translation-lib",
+        "endpointslice",
+        "externaljwt",
+        "kube-aggregator",
+        "kube-controller-manager",
+        "kube-proxy",
+        "kubectl",
+        "pod-security-admission",
+        "sample-apiserver",
+    )
+}
+
 #: Go language version written into the generated wrapper go.mod.
 GO_DIRECTIVE = "1.26.0"
 

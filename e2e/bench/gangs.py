@@ -1,0 +1,313 @@
+"""Issue 17's gang benchmark: the same groups of pods through each scheduler's gang plugin.
+
+    python -m e2e.bench --workload SchedulingGangs --size 1000
+
+Variants (one run each, one after the other, on one control plane): kube-pysched and
+scheduler-plugins' kube-scheduler with Coscheduling on scheduler-plugins' v1alpha1 PodGroups
+(pods join by label), and kube-scheduler v1.37 and kube-pysched with GangScheduling on
+Kubernetes' v1beta1 PodGroups (pods join by spec.schedulingGroup). The control plane runs with
+GenericWorkload on and scheduling.k8s.io/v1beta1 served, so every variant meets the same API
+server; the PodGroup CRD is installed once. A variant kube-pysched cannot run yet is recorded
+as "not supported yet", never left out.
+
+Besides the usual figures each run records, per group, the time from its first member seen
+created to its last member seen bound (p50, p90, max over the groups all of whose members
+were bound).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+
+from e2e.bench.measure import PodTimes, percentile
+from e2e.bench.report import gang_line, machine_facts, write_record
+from e2e.bench.runner import Run, record_run
+from e2e.bench.schedulers import (
+    KUBE_PYSCHED,
+    KUBE_SCHEDULER,
+    SCHEDULER_PLUGINS,
+    scheduler_config,
+)
+from e2e.bench.workload import Size, Workload
+from e2e.cluster import ControlPlane
+from e2e.podgroups import GROUP as ALPHA_GROUP
+from e2e.podgroups import LABEL as ALPHA_LABEL
+from e2e.podgroups import PLURAL as PODGROUPS
+from e2e.podgroups import PODGROUP_CRD, apply_crds
+from e2e.podgroups import VERSION as ALPHA_VERSION
+from scheduler.plugins.missing import GUARDS
+from scheduler.plugins.registry import in_tree_registry
+
+#: scheduler-plugins' PodGroups (the CRD; pods carry the label) and Kubernetes' own (served
+#: with GenericWorkload; pods carry spec.schedulingGroup).
+V1ALPHA1 = f"{ALPHA_GROUP}/{ALPHA_VERSION}"
+V1BETA1 = "scheduling.k8s.io/v1beta1"
+COSCHEDULING = "Coscheduling"
+GANG_SCHEDULING = "GangScheduling"
+
+#: The control plane every variant runs on: Kubernetes' PodGroups served (docs/gang.md).
+GATES = {"GenericWorkload": True}
+RUNTIME_CONFIG = {V1BETA1: "true"}
+
+#: scheduler-plugins' sample configuration's Coscheduling args (manifests/coscheduling), given
+#: to both Coscheduling implementations.
+COSCHEDULING_ARGS = {"permitWaitingTimeSeconds": 10}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One scheduler with one gang plugin and the PodGroup API that plugin reads."""
+
+    scheduler: str
+    plugin: str
+    api: str
+
+    @property
+    def name(self) -> str:
+        """How records, tables and file names tell the variants apart."""
+        return f"{self.scheduler}-{self.plugin}"
+
+
+VARIANTS = (
+    Variant(KUBE_PYSCHED, COSCHEDULING, V1ALPHA1),
+    Variant(SCHEDULER_PLUGINS, COSCHEDULING, V1ALPHA1),
+    Variant(KUBE_SCHEDULER, GANG_SCHEDULING, V1BETA1),
+    Variant(KUBE_PYSCHED, GANG_SCHEDULING, V1BETA1),
+)
+
+
+def unsupported_reason(variant: Variant) -> str | None:
+    """Why kube-pysched cannot run `variant` yet (its plugin is not registered, or only as a
+    guard), or None. The GangScheduling run turns on by itself once the plugin is registered."""
+    if variant.scheduler != KUBE_PYSCHED:
+        return None
+    guarded = {name for name, _ in GUARDS}
+    if variant.plugin in in_tree_registry() and variant.plugin not in guarded:
+        return None
+    return (
+        f"not supported yet: kube-pysched has no {variant.plugin} plugin ({variant.api} PodGroups)"
+    )
+
+
+def gang_config(workload: Workload, variant: Variant) -> dict[str, Any]:
+    """The bench configuration (same plugins for every scheduler) plus the variant's gang
+    plugin. Coscheduling is enabled as scheduler-plugins documents it: at every extension point
+    it has (multiPoint) and as the only QueueSort. GangScheduling needs nothing: kube-scheduler
+    puts it in the default profile when GenericWorkload is on."""
+    config = scheduler_config(workload)
+    if variant.plugin != COSCHEDULING:
+        return config
+    profile = config["profiles"][0]
+    multi = profile.setdefault("plugins", {}).setdefault("multiPoint", {})
+    multi["enabled"] = [{"name": COSCHEDULING}]
+    profile["plugins"]["queueSort"] = {
+        "enabled": [{"name": COSCHEDULING}],
+        "disabled": [{"name": "*"}],
+    }
+    profile["pluginConfig"] = [{"name": COSCHEDULING, "args": dict(COSCHEDULING_ARGS)}]
+    return config
+
+
+def group_name(index: int) -> str:
+    return f"group-{index}"
+
+
+def podgroup_manifest(api: str, name: str, members: int) -> dict[str, Any]:
+    """A PodGroup whose quorum is all `members` of the group."""
+    spec: dict[str, Any]
+    if api == V1ALPHA1:
+        spec = {"minMember": members}
+    else:
+        spec = {"schedulingPolicy": {"gang": {"minCount": members}}}
+    return {"apiVersion": api, "kind": "PodGroup", "metadata": {"name": name}, "spec": spec}
+
+
+def group_times(times: PodTimes, names: list[str], group_of: list[int]) -> dict[int, float]:
+    """Seconds from each group's first member seen created to its last member seen bound, for
+    the groups all of whose members were bound."""
+    members: dict[int, list[str]] = {}
+    for name, group in zip(names, group_of, strict=True):
+        members.setdefault(group, []).append(name)
+    return {
+        group: max(times.bound[n] for n in pods) - min(times.created[n] for n in pods)
+        for group, pods in members.items()
+        if all(n in times.bound for n in pods)
+    }
+
+
+def gang_figures(times: PodTimes, names: list[str], size: Size) -> dict[str, Any]:
+    """The groups' time to all bound: p50, p90, max (seconds), and how many groups got there."""
+    done = sorted(group_times(times, names, size.group_of()).values())
+    return {
+        "groups": len(size.groups),
+        "groups_all_bound": len(done),
+        "group_all_bound_p50_s": round(percentile(done, 50), 3),
+        "group_all_bound_p90_s": round(percentile(done, 90), 3),
+        "group_all_bound_max_s": round(done[-1], 3) if done else 0.0,
+    }
+
+
+class GangRun(Run):
+    """A Run whose measured pods are split into the size's groups, each a PodGroup of
+    `variant.api` created during setup, its members named by label or spec.schedulingGroup."""
+
+    def __init__(self, *args: Any, variant: Variant, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.variant = variant
+        self._group_of = self.size.group_of()
+
+    def scheduler_config(self) -> dict[str, Any]:
+        return gang_config(self.workload, self.variant)
+
+    def scheduler_feature_gates(self) -> dict[str, bool] | None:
+        # kube-pysched's GangScheduling reads v1beta1 PodGroups only with the gate, as
+        # kube-scheduler (given the control plane's gates by default) does.
+        return dict(GATES) if self.variant.api == V1BETA1 else None
+
+    def create_groups(self) -> None:
+        path = f"/apis/{self.variant.api}/namespaces/{self.namespace}/{PODGROUPS}"
+        for index, members in enumerate(self.size.groups):
+            self.rest.create(path, podgroup_manifest(self.variant.api, group_name(index), members))
+
+    def measured_manifest(self, name: str) -> dict[str, Any]:
+        group = group_name(self._group_of[int(name.removeprefix("pod-"))])
+        if self.variant.api == V1BETA1:
+            return self.workload.measured.manifest(name, schedulingGroup={"podGroupName": group})
+        manifest = self.workload.measured.manifest(name)
+        labels = manifest["metadata"].setdefault("labels", {})
+        labels[ALPHA_LABEL] = group
+        return manifest
+
+    def extra_figures(self, times: PodTimes, names: list[str]) -> dict[str, Any]:
+        return gang_figures(times, names, self.size)
+
+
+#: The kube-scheduler identity scheduler-plugins' build runs as (kube-scheduler's own).
+SCHEDULER_USER = "system:kube-scheduler"
+PODGROUP_ROLE = "bench-scheduler-plugins-podgroups"
+
+
+def grant_podgroups(api_client: k8s.ApiClient) -> None:
+    """Lets the kube-scheduler identity use scheduler-plugins' PodGroups, as scheduler-plugins'
+    install manifests do for its scheduler. Without it Coscheduling's PodGroup informer never
+    syncs and that scheduler binds nothing (not even the warm-up pod)."""
+    rbac = k8s.RbacAuthorizationV1Api(api_client)
+    role = {
+        "metadata": {"name": PODGROUP_ROLE},
+        "rules": [
+            {
+                "apiGroups": [ALPHA_GROUP],
+                "resources": [PODGROUPS, f"{PODGROUPS}/status"],
+                "verbs": ["get", "list", "watch", "update", "patch"],
+            }
+        ],
+    }
+    binding = {
+        "metadata": {"name": PODGROUP_ROLE},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": PODGROUP_ROLE,
+        },
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": SCHEDULER_USER}
+        ],
+    }
+    for create, body in (
+        (rbac.create_cluster_role, role),
+        (rbac.create_cluster_role_binding, binding),
+    ):
+        try:
+            create(body)
+        except k8s.ApiException as err:
+            if err.status != 409:
+                raise
+
+
+def gang_control_plane() -> ControlPlane:
+    """A control plane serving both PodGroup APIs (not started)."""
+    return ControlPlane(with_scheduler=False, feature_gates=GATES, runtime_config=RUNTIME_CONFIG)
+
+
+def run_gang_workload(
+    workload: Workload,
+    size_name: str,
+    schedulers: list[str],
+    *,
+    deadline: float,
+    results_dir: Path,
+    control_plane: ControlPlane | None = None,
+    command: str = "",
+    create_qps: float | None = None,
+) -> list[dict[str, Any]]:
+    """Runs each variant whose scheduler is in `schedulers`, in VARIANTS order; one record
+    per variant (also as JSON). `control_plane` must serve both PodGroup APIs."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    cp = control_plane or gang_control_plane().start()
+    records: list[dict[str, Any]] = []
+    machine = machine_facts()
+    leftover: str | None = None
+    try:
+        client = cp.api_client()
+        try:
+            apply_crds(client, PODGROUP_CRD)
+            grant_podgroups(client)
+        finally:
+            client.close()
+        for variant in (v for v in VARIANTS if v.scheduler in schedulers):
+            load_before = [round(x, 2) for x in os.getloadavg()]
+            record = _header(workload, size_name, variant)
+            reason = unsupported_reason(variant)
+            if reason is not None:
+                record["skipped"] = reason
+            elif leftover is not None:
+                # Its scheduler would see the earlier run's pods and nodes: not comparable.
+                record["failed"] = f"not run: an earlier run's objects remain ({leftover})"
+            else:
+                run = GangRun(
+                    cp,
+                    workload,
+                    workload.sizes[size_name],
+                    variant.scheduler,
+                    workdir=results_dir,
+                    deadline=deadline,
+                    create_qps=create_qps,
+                    variant=variant,
+                )
+                record = record_run(run, record)
+                leftover = record.get("cleanup_failed")
+            record["machine"] = machine
+            record["load_average"] = {
+                "before": load_before,
+                "after": [round(x, 2) for x in os.getloadavg()],
+            }
+            record["command"] = command
+            record["json"] = str(write_record(record, results_dir))
+            records.append(record)
+            print(gang_line(record), flush=True)
+    finally:
+        if control_plane is None:
+            cp.stop()
+    return records
+
+
+def _header(workload: Workload, size_name: str, variant: Variant) -> dict[str, Any]:
+    size = workload.sizes[size_name]
+    return {
+        "workload": workload.name,
+        "size": size_name,
+        "scheduler": variant.scheduler,
+        "variant": variant.name,
+        "plugin": variant.plugin,
+        "group_api": variant.api,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "nodes": size.nodes,
+        "group_sizes": list(size.groups),
+        "config": gang_config(workload, variant),
+    }
