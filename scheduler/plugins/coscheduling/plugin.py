@@ -62,14 +62,10 @@ class Coscheduling:
     def close(self) -> None:
         self.tracker.close()
 
-    def _gang(self, pod: Pod) -> tuple[GangRef | None, Gang | None]:
-        ref = self.tracker.ref(pod)
-        return ref, (self.gangs.gang(ref) if ref is not None else None)
-
     # --- the group cycle (PodGroupPlugin) ---------------------------------------------------
 
     def pod_group(self, pod: Pod) -> PodGroupInfo | None:
-        ref, gang = self._gang(pod)
+        ref, gang = self.tracker.lookup(pod)
         if ref is None or gang is None:
             return None
         return PodGroupInfo(ref, gang.min_member, ref.key, NAME)
@@ -94,7 +90,7 @@ class Coscheduling:
     # --- PreEnqueue -------------------------------------------------------------------------
 
     def pre_enqueue(self, pod: Pod) -> Status | None:
-        ref, gang = self._gang(pod)
+        ref, gang = self.tracker.lookup(pod)
         if ref is None:
             return None
         why = self.tracker.hold_reason(pod, ref, gang)
@@ -110,7 +106,7 @@ class Coscheduling:
         """Checks again what PreEnqueue checked (the pod may have waited in activeQ while its
         group failed or lost pods), then minResources. Unresolvable: preemption for one
         member cannot make a group fit."""
-        ref, gang = self._gang(pod)
+        ref, gang = self.tracker.lookup(pod)
         if ref is None:
             return None, _SKIP
         why = self.tracker.hold_reason(pod, ref, gang)
@@ -138,7 +134,7 @@ class Coscheduling:
         """A member fits nowhere: unless the group already holds its quorum, or the gap to it
         is within podGroupRejectPercentage, give up on the group now (reject its waiting
         members, back it off) instead of letting them hold nodes until the Permit timeout."""
-        ref, gang = self._gang(pod)
+        ref, gang = self.tracker.lookup(pod)
         if ref is None:
             return None, Status(Code.UNSCHEDULABLE)
         if gang is None:
@@ -168,7 +164,7 @@ class Coscheduling:
         unless the rest of the group holds the quorum without it, the whole attempt is over:
         the waiting members are rejected (their own Unreserve follows) and the group backs
         off."""
-        ref, gang = self._gang(pod)
+        ref, gang = self.tracker.lookup(pod)
         if ref is None or gang is None:
             return
         rejected = self.tracker.reject_waiting(ref, "rejection in Unreserve", but=pod)
@@ -182,7 +178,7 @@ class Coscheduling:
     # --- Permit -----------------------------------------------------------------------------
 
     def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
-        ref, gang = self._gang(pod)
+        ref, gang = self.tracker.lookup(pod)
         if ref is None:
             return None, 0.0
         if gang is None:

@@ -58,15 +58,11 @@ class GangScheduling:
     def close(self) -> None:
         self.tracker.close()
 
-    def _gang(self, pod: Pod) -> tuple[GangRef | None, Gang | None]:
-        ref = self.tracker.ref(pod)
-        return ref, (self.gangs.gang(ref) if ref is not None else None)
-
     # --- the group cycle (PodGroupPlugin) ---------------------------------------------------
 
     def pod_group(self, pod: Pod) -> PodGroupInfo | None:
         """Only a gang's members go to the group cycle; a basic group's are scheduled alone."""
-        ref, gang = self._gang(pod)
+        ref, gang = self.tracker.lookup(pod)
         if ref is None or gang is None or not gang.is_gang:
             return None
         return PodGroupInfo(ref, gang.min_member, ref.key, NAME)
@@ -81,7 +77,7 @@ class GangScheduling:
     # --- PreEnqueue -------------------------------------------------------------------------
 
     def pre_enqueue(self, pod: Pod) -> Status | None:
-        ref, gang = self._gang(pod)
+        ref, gang = self.tracker.lookup(pod)
         if ref is None:
             return None
         if self.gangs.unavailable(ref.source):
@@ -105,7 +101,7 @@ class GangScheduling:
     # --- Permit -----------------------------------------------------------------------------
 
     def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
-        ref, gang = self._gang(pod)
+        ref, gang = self.tracker.lookup(pod)
         if ref is None:
             return None, 0.0
         if gang is None:

@@ -64,6 +64,12 @@ class GangTracker:
         ref = gang_ref(pod)
         return ref if ref is not None and ref.source == self.source else None
 
+    def lookup(self, pod: Pod) -> tuple[GangRef | None, Gang | None]:
+        """The pod's group of this plugin's API (ref) and the group itself (None when it does
+        not exist, or its API is not served)."""
+        ref = self.ref(pod)
+        return ref, (self.handle.gangs().gang(ref) if ref is not None else None)
+
     # --- failures and backoff ---------------------------------------------------------------
 
     def mark_failed(self, ref: GangRef) -> None:
