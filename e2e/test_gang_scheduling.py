@@ -170,6 +170,45 @@ def test_a_group_that_cannot_fit_places_none_then_retries_when_nodes_come(
     wait_bound(core_v1, namespace, "big", 10, "the group bound whole once a third node came")
 
 
+def test_a_group_that_times_out_retries_holding_nothing_until_it_fits(
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    kwok_nodes: NodeFactory,
+    pysched: Callable[..., Pysched],
+    podgroup_crd: None,
+) -> None:
+    """kube-pysched's form of "a group timing out": its members never wait at Permit for one
+    another (docs/gang.md), so a group that cannot reach its quorum fails at once, holds
+    nothing, backs off (podGroupBackoffSeconds) and is retried when the backoff ends - with no
+    cluster event in between - until it fits."""
+    tag = uuid.uuid4().hex[:8]
+    kwok_nodes(1, cpu="4", labels={NODE_LABEL: tag})
+    scheduler = f"gang-{tag}"
+    config = gang_config(scheduler)
+    config["profiles"][0]["pluginConfig"] = [
+        {"name": "Coscheduling", "args": {"podGroupBackoffSeconds": 2}}
+    ]
+    proc = pysched(config)
+    create_podgroup(api_client, namespace, "late", 3, scheduleTimeoutSeconds=5)
+    for i in range(3):
+        core_v1.create_namespaced_pod(namespace, member(f"late-{i}", "late", scheduler, tag, "2"))
+
+    def failed_attempts() -> float:
+        value = metric_value(
+            proc.metrics(), "kube_pysched_gang_attempts_total", {"result": "unschedulable"}
+        )
+        return value or 0.0
+
+    def retried() -> bool | str:
+        assert bound(core_v1, namespace, "late") == []  # never part of the group bound
+        return failed_attempts() >= 3 or f"{failed_attempts()} failed attempts"
+
+    wait_for(retried, timeout=60, what="the group retried after each backoff")
+    kwok_nodes(1, cpu="4", labels={NODE_LABEL: tag})
+    wait_bound(core_v1, namespace, "late", 3, "the group bound whole once it fits")
+
+
 def test_two_groups_that_fit_one_at_a_time_never_deadlock(
     api_client: k8s.ApiClient,
     core_v1: k8s.CoreV1Api,
