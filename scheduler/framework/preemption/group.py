@@ -28,10 +28,10 @@ from scheduler.framework.gang import PodGroupInfo
 from scheduler.framework.interface import GroupAssignments, Handle, ProposedAssignment
 from scheduler.framework.preemption.executor import GROUP_PREEMPTOR_TYPE, Executor
 from scheduler.framework.preemption.victims import (
+    ReprieveError,
     VictimUnit,
     pod_terminating_by_preemption,
-    split_units_by_pdb_violation,
-    unit_importance_key,
+    reprieve_units,
     victim_units,
 )
 from scheduler.framework.status import Code, Status
@@ -158,22 +158,12 @@ class GroupEvaluator:
         if placed.status is not None:
             return None, placed.status
         assignments = [a for a in placed.assignments if a.node_name]
-        now = time.time()
-        units.sort(key=unit_importance_key(now))
-        violating, non_violating = split_units_by_pdb_violation(units, handle.pdbs())
-        chosen: list[VictimUnit] = []
-        num_violating = 0
         try:
-            for unit, count in violating:
-                if not self._reprieve(unit, assignments):
-                    chosen.append(unit)
-                    num_violating += count
-            for unit in non_violating:
-                if not self._reprieve(unit, assignments):
-                    chosen.append(unit)
-        except _ExtensionError as err:
+            chosen, num_violating = reprieve_units(
+                units, handle.pdbs(), lambda u: self._reprieve(u, assignments), time.time()
+            )
+        except ReprieveError as err:
             return None, err.status
-        chosen.sort(key=unit_importance_key(now))
         found = GroupVictims(tuple(chosen), num_violating, tuple(assignments))
         return found, Status(Code.SUCCESS)
 
@@ -212,12 +202,6 @@ class GroupEvaluator:
         return fits
 
 
-class _ExtensionError(Exception):
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message())
-        self.status = status
-
-
 def _check(status: Status | None) -> None:
     if status is not None:
-        raise _ExtensionError(status)
+        raise ReprieveError(status)

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from scheduler.api.gang import DISRUPTION_ALL, Gang, GangRef, GangSource, gang_ref
 from scheduler.api.objects import Pod, PodDisruptionBudget
 from scheduler.framework.gang import GangLister, GangMembers
+from scheduler.framework.status import Status
+
+T = TypeVar("T")
 
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
@@ -174,6 +178,51 @@ def split_units_by_pdb_violation(
         else:
             non_violating.append(unit)
     return violating, non_violating
+
+
+class ReprieveError(Exception):
+    """Giving a victim back failed (a PreFilter extension's error): the dry run ends with it."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+def reprieve_walk(
+    violating: Iterable[tuple[T, int]],
+    non_violating: Iterable[T],
+    reprieve: Callable[[T], bool],
+) -> tuple[list[T], int]:
+    """kube-scheduler's reprieve order, once every potential victim is gone and the preemptor
+    fits: PDB-violating victims first, then the others, each in the order given (most important
+    first). `reprieve` gives one back and says whether it may stay (else it takes it away
+    again). Returns the victims that may not stay, in walk order, and the PDB violations among
+    them (`violating` pairs each victim with its count). `reprieve` may raise ReprieveError."""
+    victims: list[T] = []
+    num_violating = 0
+    for victim, count in violating:
+        if not reprieve(victim):
+            victims.append(victim)
+            num_violating += count
+    for victim in non_violating:
+        if not reprieve(victim):
+            victims.append(victim)
+    return victims, num_violating
+
+
+def reprieve_units(
+    units: list[VictimUnit],
+    pdbs: Sequence[PodDisruptionBudget],
+    reprieve: Callable[[VictimUnit], bool],
+    now: float,
+) -> tuple[list[VictimUnit], int]:
+    """reprieve_walk over units, most important first; the units that may not stay, most
+    important first, and their PDB violations."""
+    units.sort(key=unit_importance_key(now))
+    violating, non_violating = split_units_by_pdb_violation(units, pdbs)
+    chosen, num_violating = reprieve_walk(violating, non_violating, reprieve)
+    chosen.sort(key=unit_importance_key(now))
+    return chosen, num_violating
 
 
 def _earliest_start_of_top_priority(victims: Sequence[Pod], now: float) -> float:

@@ -23,18 +23,19 @@ from scheduler.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
 )
-from scheduler.framework.gang import GangLister, PodGroupInfo
+from scheduler.framework.gang import PodGroupInfo
 from scheduler.framework.interface import CountingCheck, GroupAssignments, Handle
 from scheduler.framework.preemption.evaluator import Evaluator
 from scheduler.framework.preemption.executor import Executor
 from scheduler.framework.preemption.group import GroupEvaluator
 from scheduler.framework.preemption.victims import (
+    ReprieveError,
     VictimUnit,
     importance_key,
     pod_terminating_by_preemption,
+    reprieve_units,
+    reprieve_walk,
     split_by_pdb_violation,
-    split_units_by_pdb_violation,
-    unit_importance_key,
     victim_units,
 )
 from scheduler.framework.status import Code, Status
@@ -142,37 +143,20 @@ class DefaultPreemption:
         handle = self._handle
         gangs = handle.watched_gangs()
         if gangs is not None and any(gang_ref(p) is not None for p in node_info.pods):
-            return self._select_units_on_node(state, pod, node_info, pdbs, gangs)
-        potential = [p for p in node_info.pods if p.priority < pod.priority]
-        if not potential:
+            units = [
+                u
+                for u in victim_units(node_info.pods, gangs, handle.gang_members)
+                if u.priority < pod.priority
+            ]
+        else:
+            potential = [p for p in node_info.pods if p.priority < pod.priority]
+            counting = handle.counting_filter(state, pod) if potential else None
+            if counting is not None:
+                return _select_by_counting(counting, state, pod, node_info, potential, pdbs)
+            units = [VictimUnit((p,), p.priority) for p in potential]
+        if not units:
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
-        counting = handle.counting_filter(state, pod)
-        if counting is not None:
-            return _select_by_counting(counting, state, pod, node_info, potential, pdbs)
-        state, node_info = state.clone(), node_info.snapshot()
-
-        def remove(victim: Pod) -> Status | None:
-            node_info.remove_pod(victim)
-            return handle.run_pre_filter_extension_remove_pod(state, pod, victim, node_info)
-
-        def add(victim: Pod) -> Status | None:
-            node_info.add_pod(victim)
-            return handle.run_pre_filter_extension_add_pod(state, pod, victim, node_info)
-
-        for victim in potential:
-            if (status := remove(victim)) is not None:
-                return [], 0, status
-        status = handle.run_filter_plugins_with_nominated_pods(state, pod, node_info)
-        if status is not None:
-            return [], 0, status
-
-        return _reprieve_walk(
-            potential,
-            pdbs,
-            add,
-            remove,
-            lambda: handle.run_filter_plugins_with_nominated_pods(state, pod, node_info) is None,
-        )
+        return self._select_units_on_node(state, pod, node_info, pdbs, units)
 
     def _select_units_on_node(
         self,
@@ -180,26 +164,20 @@ class DefaultPreemption:
         pod: Pod,
         node_info: NodeInfo,
         pdbs: list[PodDisruptionBudget],
-        gangs: GangLister,
+        units: list[VictimUnit],
     ) -> tuple[list[Pod], int, Status | None]:
-        """select_victims_on_node when pods of groups run on the node (workload-aware, as
-        kube-scheduler with GenericWorkload): victims are units (victim_units) at their
-        groups' priority, a group evicted whole bringing its pods on other nodes too; those
-        are removed for the pod's PreFilter state (spreading, affinity) while only this node's
-        Filter decides."""
+        """select_victims_on_node on copies of the node and the state: every unit removed,
+        then given back most important first (reprieve_units). A unit is a pod, or - where
+        pods of groups run on the node (workload-aware, as kube-scheduler with GenericWorkload)
+        - a group evicted whole, which brings its pods on other nodes too: those are removed
+        for the pod's PreFilter state (spreading, affinity) while only this node's Filter
+        decides."""
         handle = self._handle
-        units = [
-            u
-            for u in victim_units(node_info.pods, gangs, handle.gang_members)
-            if u.priority < pod.priority
-        ]
-        if not units:
-            return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
         state, node_info = state.clone(), node_info.snapshot()
         snapshot = handle.snapshot()
         here = node_info.name
 
-        def change(unit: VictimUnit, sign: int) -> Status | None:
+        def change(unit: VictimUnit, sign: int) -> None:
             for victim in unit.pods:
                 info = node_info if victim.node_name == here else snapshot.get(victim.node_name)
                 if info is None:
@@ -215,42 +193,24 @@ class DefaultPreemption:
                     else handle.run_pre_filter_extension_remove_pod
                 )
                 if (status := run(state, pod, victim, info)) is not None:
-                    return status
-            return None
+                    raise ReprieveError(status)
 
-        for unit in units:
-            if (status := change(unit, -1)) is not None:
-                return [], 0, status
-        status = handle.run_filter_plugins_with_nominated_pods(state, pod, node_info)
-        if status is not None:
-            return [], 0, status
-        now = time.time()
-        units.sort(key=unit_importance_key(now))
-        violating, non_violating = split_units_by_pdb_violation(units, pdbs)
-        chosen: list[VictimUnit] = []
-        num_violating = 0
-
-        def reprieve(unit: VictimUnit) -> tuple[bool, Status | None]:
-            if (status := change(unit, 1)) is not None:
-                return False, status
+        def reprieve(unit: VictimUnit) -> bool:
+            change(unit, 1)
             if handle.run_filter_plugins_with_nominated_pods(state, pod, node_info) is None:
-                return True, None
-            if (status := change(unit, -1)) is not None:
-                return False, status
-            chosen.append(unit)
-            return False, None
+                return True
+            change(unit, -1)
+            return False
 
-        for unit, count in violating:
-            kept, error = reprieve(unit)
-            if error is not None:
-                return [], 0, error
-            if not kept:
-                num_violating += count
-        for unit in non_violating:
-            _, error = reprieve(unit)
-            if error is not None:
-                return [], 0, error
-        chosen.sort(key=unit_importance_key(now))
+        try:
+            for unit in units:
+                change(unit, -1)
+            status = handle.run_filter_plugins_with_nominated_pods(state, pod, node_info)
+            if status is not None:
+                return [], 0, status
+            chosen, num_violating = reprieve_units(units, pdbs, reprieve, time.time())
+        except ReprieveError as err:
+            return [], 0, err.status
         return [p for unit in chosen for p in unit.pods], num_violating, None
 
 
@@ -293,54 +253,41 @@ def _select_by_counting(
         requested.add(victim.requests, -1)
         count -= 1
 
-    return _reprieve_walk(
+    victims, num_violating = _reprieve_walk(
         potential,
         pdbs,
         add,
         remove,
         lambda: counting.with_nominated(state, pod, node_info, requested, count, nominated) is None,
     )
+    return victims, num_violating, None
 
 
 def _reprieve_walk(
     potential: list[Pod],
     pdbs: list[PodDisruptionBudget],
-    add: Callable[[Pod], Status | None],
-    remove: Callable[[Pod], Status | None],
+    add: Callable[[Pod], None],
+    remove: Callable[[Pod], None],
     fits: Callable[[], bool],
-) -> tuple[list[Pod], int, Status | None]:
-    """selectVictimsOnNode's reprieve walk, once every potential victim is removed and the pod
-    fits: most important first, PDB-violating ones before the others, each added back and kept
-    if the pod still fits, else removed again and made a victim. `add`/`remove` change the
-    caller's view of the node (a copied NodeInfo, or CountingFilter's two numbers); an error
-    from them ends the walk."""
-    potential.sort(key=importance_key(time.time()))
+) -> tuple[list[Pod], int]:
+    """The counting path's reprieve walk (reprieve_walk over pods), once every potential victim
+    is removed and the pod fits: each added back and kept if the pod still fits, else removed
+    again and made a victim."""
+    now = time.time()
+    potential.sort(key=importance_key(now))
     violating, non_violating = split_by_pdb_violation(potential, pdbs)
-    victims: list[Pod] = []
 
-    def reprieve(victim: Pod) -> tuple[bool, Status | None]:
-        if (status := add(victim)) is not None:
-            return False, status
-        if not (ok := fits()):
-            if (status := remove(victim)) is not None:
-                return False, status
-            victims.append(victim)
-        return ok, None
+    def reprieve(victim: Pod) -> bool:
+        add(victim)
+        if fits():
+            return True
+        remove(victim)
+        return False
 
-    num_violating = 0
-    for victim in violating:
-        ok, error = reprieve(victim)
-        if error is not None:
-            return [], 0, error
-        if not ok:
-            num_violating += 1
-    for victim in non_violating:
-        _, error = reprieve(victim)
-        if error is not None:
-            return [], 0, error
+    victims, num_violating = reprieve_walk(((v, 1) for v in violating), non_violating, reprieve)
     if violating and non_violating:
-        victims.sort(key=importance_key(time.time()))
-    return victims, num_violating, None
+        victims.sort(key=importance_key(now))
+    return victims, num_violating
 
 
 def _skip(_pod: Pod, _old: Any, _new: Any) -> QueueingHint:
