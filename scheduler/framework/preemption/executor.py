@@ -108,20 +108,39 @@ class Executor:
     def start_async(self, candidate: Candidate, preemptor: Pod, victims: list[Pod]) -> None:
         """Marks the preemptor as preempting and hands the calls to a worker thread; once the
         executor is closed (the scheduler is stopping) nothing is started."""
+        self._submit(
+            [preemptor],
+            PREEMPTOR_TYPE,
+            lambda: self._async_calls(candidate, preemptor, victims),
+            node=candidate.node_name,
+            victims=len(candidate.victims),
+            victims_to_delete=len(victims),
+        )
+
+    def _submit(
+        self,
+        preemptors: list[Pod],
+        preemptor_type: str,
+        calls: Callable[[], BaseException | None],
+        **context: Any,
+    ) -> None:
+        """Marks the preemptors as preempting (PreEnqueue holds them) and runs `calls` on a
+        worker thread (_run_job); once the executor is closed nothing is started."""
         assert self._jobs is not None
         with self._lock:
             if self._closed:
-                log.info("scheduler is stopping; preemption not started", pod=preemptor.key)
+                log.info("scheduler is stopping; preemption not started", pod=preemptors[0].key)
                 return
-            self._preempting.add(preemptor.uid)
-            self._jobs.submit(self._run_async, candidate, preemptor, victims)
+            self._preempting.update(p.uid for p in preemptors)
+            self._jobs.submit(self._run_job, preemptors, preemptor_type, calls, context)
 
     def run_inline(self, candidate: Candidate, preemptor: Pod) -> Status | None:
         """The same calls in the scheduling cycle; an error Status if one fails."""
         start = time.perf_counter()
         result = metrics.GOROUTINE_SUCCESS
         try:
-            error = self._preempt_all(candidate, preemptor, self.victims_to_evict(candidate))
+            victims = self.victims_to_evict(candidate)
+            error = self._preempt_all(candidate.node_name, preemptor, victims)
             if error is not None:
                 result = metrics.GOROUTINE_ERROR
                 return Status.as_error(error, self._plugin_name)
@@ -155,10 +174,10 @@ class Executor:
     def preempt_for_group(
         self, members: list[Pod], victims: list[Pod], num_pdb_violations: int
     ) -> Status | None:
-        """Evicts a group's victims (GroupEvaluator): each member is nominated first; with
-        asynchronous preemption the calls run on a worker and every member is held by
-        PreEnqueue until the last victim's deletion has started. An error Status if an inline
-        call fails."""
+        """Evicts a group's victims (GroupEvaluator), each as for a preemptor on its own node;
+        the members are nominated by the caller. With asynchronous preemption the calls run
+        on a worker and every member is held by PreEnqueue until the last victim's deletion
+        has started. An error Status if an inline call fails."""
         metrics.preemption_victims.observe(len(victims))
         if num_pdb_violations:
             metrics.preemption_pdb_violations.labels(GROUP_PREEMPTOR_TYPE).inc(num_pdb_violations)
@@ -167,110 +186,82 @@ class Executor:
         ]
         if not victims or not members:
             return None
-        if not self.async_enabled:
-            start = time.perf_counter()
-            error = self._preempt_victims(members[0], victims)
-            result = metrics.GOROUTINE_ERROR if error is not None else metrics.GOROUTINE_SUCCESS
-            metrics.preemption_execution_duration.labels(GROUP_PREEMPTOR_TYPE, result).observe(
-                time.perf_counter() - start
+        if self.async_enabled:
+            self._submit(
+                members,
+                GROUP_PREEMPTOR_TYPE,
+                lambda: self._group_calls(members, victims),
+                victims_to_delete=len(victims),
             )
-            return Status.as_error(error, self._plugin_name) if error is not None else None
-        assert self._jobs is not None
-        with self._lock:
-            if self._closed:
-                log.info("scheduler is stopping; preemption not started", pod=members[0].key)
-                return None
-            self._preempting.update(m.uid for m in members)
-            self._jobs.submit(self._run_group_async, members, victims)
-        return None
-
-    def _run_group_async(self, members: list[Pod], victims: list[Pod]) -> None:
+            return None
         start = time.perf_counter()
-        metrics.goroutines.labels(OPERATION).inc()
-        result = metrics.GOROUTINE_SUCCESS
-        try:
-            last = victims[-1]
-            with self._lock:
-                for member in members:
-                    self._last_victim[member.uid] = _LastVictim(last.namespace, last.name)
-            error = self._preempt_victims(members[0], victims)
-        except Exception as err:  # a bug here must not leave the members gated forever
-            log.exception("async group preemption crashed", pod=members[0].key)
-            error = err
-        finally:
-            with self._lock:
-                for member in members:
-                    self._preempting.discard(member.uid)
-                    self._last_victim.pop(member.uid, None)
-        if error is not None:
-            result = metrics.GOROUTINE_ERROR
-            log.error("async group preemption failed; reverting the nominations", error=str(error))
-            for member in members:
-                self._revert_nomination(member)
-            self._handle.activate(members)
-        elapsed = time.perf_counter() - start
-        metrics.goroutines.labels(OPERATION).dec()
-        metrics.preemption_goroutines_duration.labels(result).observe(elapsed)
-        metrics.preemption_goroutines_execution.labels(result).inc()
-        metrics.preemption_execution_duration.labels(GROUP_PREEMPTOR_TYPE, result).observe(elapsed)
+        error = self._preempt_all(None, members[0], victims)
+        result = metrics.GOROUTINE_ERROR if error is not None else metrics.GOROUTINE_SUCCESS
+        metrics.preemption_execution_duration.labels(GROUP_PREEMPTOR_TYPE, result).observe(
+            time.perf_counter() - start
+        )
+        return Status.as_error(error, self._plugin_name) if error is not None else None
 
-    def _preempt_victims(self, preemptor: Pod, victims: list[Pod]) -> BaseException | None:
-        """Each victim evicted as for a preemptor on the victim's own node: all but the last
-        in parallel, then the last."""
-        errors = []
-        by_node: dict[str, list[Pod]] = {}
-        for victim in victims[:-1]:
-            by_node.setdefault(victim.node_name, []).append(victim)
-        for node_name, on_node in by_node.items():
-            candidate = Candidate(node_name, tuple(on_node))
-            errors.append(self._preempt_all(candidate, preemptor, on_node))
+    def _group_calls(self, members: list[Pod], victims: list[Pod]) -> BaseException | None:
+        """As _async_calls without the nomination: all victims but the last, then the last,
+        watched by every member's PreEnqueue."""
+        error = self._preempt_all(None, members[0], victims[:-1])
+        if error is not None:
+            return error
         last = victims[-1]
-        errors.append(self._preempt_one(Candidate(last.node_name, (last,)), preemptor, last))
-        found = [err for err in errors if err is not None]
-        return found[0] if found else None
+        with self._lock:
+            for member in members:
+                self._last_victim[member.uid] = _LastVictim(last.namespace, last.name)
+        return self._preempt_one(None, members[0], last)
 
     # --- asynchronous -----------------------------------------------------------------------
 
-    def _run_async(self, candidate: Candidate, preemptor: Pod, victims: list[Pod]) -> None:
+    def _run_job(
+        self,
+        preemptors: list[Pod],
+        preemptor_type: str,
+        calls: Callable[[], BaseException | None],
+        context: dict[str, Any],
+    ) -> None:
+        """A preemption's API calls on a worker thread. If one fails the preemptors'
+        nominations are reverted and they are activated, so they are retried at once; if the
+        job crashes they are activated. Either way PreEnqueue stops holding them."""
         start = time.perf_counter()
         metrics.goroutines.labels(OPERATION).inc()
         result = metrics.GOROUTINE_SUCCESS
         activate = False
+        lead = preemptors[0].key
         try:
-            log.info(
-                "start the preemption asynchronously",
-                pod=preemptor.key,
-                node=candidate.node_name,
-                victims=len(candidate.victims),
-                victims_to_delete=len(victims),
-            )
-            error = self._async_calls(candidate, preemptor, victims)
+            log.info("start the preemption asynchronously", pod=lead, **context)
+            error = calls()
             if error is not None:
                 result = metrics.GOROUTINE_ERROR
                 activate = True
                 log.error(
                     "async preemption failed; reverting the nomination",
-                    pod=preemptor.key,
-                    node=candidate.node_name,
+                    pod=lead,
                     error=str(error),
+                    **context,
                 )
-                self._revert_nomination(preemptor)
-        except Exception:  # a bug here must not leave the preemptor gated forever
+                for preemptor in preemptors:
+                    self._revert_nomination(preemptor)
+        except Exception:  # a bug here must not leave the preemptors gated forever
             result = metrics.GOROUTINE_ERROR
             activate = True
-            log.exception("async preemption crashed", pod=preemptor.key)
+            log.exception("async preemption crashed", pod=lead)
         finally:
             with self._lock:
-                self._preempting.discard(preemptor.uid)
-                self._last_victim.pop(preemptor.uid, None)
+                for preemptor in preemptors:
+                    self._preempting.discard(preemptor.uid)
+                    self._last_victim.pop(preemptor.uid, None)
             if activate:
-                self._handle.activate([preemptor])
+                self._handle.activate(preemptors)
             elapsed = time.perf_counter() - start
             metrics.goroutines.labels(OPERATION).dec()
             metrics.preemption_goroutines_duration.labels(result).observe(elapsed)
             metrics.preemption_goroutines_execution.labels(result).inc()
-            metrics.preemption_execution_duration.labels(PREEMPTOR_TYPE, result).observe(elapsed)
-            log.info("async preemption finished", pod=preemptor.key, result=result)
+            metrics.preemption_execution_duration.labels(preemptor_type, result).observe(elapsed)
+            log.info("async preemption finished", pod=lead, result=result)
 
     def _async_calls(
         self, candidate: Candidate, preemptor: Pod, victims: list[Pod]
@@ -289,13 +280,13 @@ class Executor:
         self._clear_lower_priority_nominations(candidate, preemptor)
         if not victims:
             return None
-        error = self._preempt_all(candidate, preemptor, victims[:-1])
+        error = self._preempt_all(candidate.node_name, preemptor, victims[:-1])
         if error is not None:
             return error
         last = victims[-1]
         with self._lock:
             self._last_victim[preemptor.uid] = _LastVictim(last.namespace, last.name)
-        return self._preempt_one(candidate, preemptor, last)
+        return self._preempt_one(candidate.node_name, preemptor, last)
 
     def _revert_nomination(self, preemptor: Pod) -> None:
         self._handle.nominator.delete_nominated_pod_if_exists(preemptor)
@@ -308,28 +299,30 @@ class Executor:
     # --- shared -----------------------------------------------------------------------------
 
     def _preempt_all(
-        self, candidate: Candidate, preemptor: Pod, victims: list[Pod]
+        self, node_name: str | None, preemptor: Pod, victims: list[Pod]
     ) -> BaseException | None:
+        """Evicts `victims` in parallel; `node_name` is where the preemptor goes (None: a
+        group's members go to several nodes, so each victim's own node is named)."""
         with self._lock:
             parallel = len(victims) > 1 and not self._closed
             if parallel:
                 futures = [
-                    self._victim_calls.submit(self._preempt_one, candidate, preemptor, victim)
+                    self._victim_calls.submit(self._preempt_one, node_name, preemptor, victim)
                     for victim in victims
                 ]
         if parallel:
             results = [f.result() for f in futures]
         else:
-            results = [self._preempt_one(candidate, preemptor, victim) for victim in victims]
+            results = [self._preempt_one(node_name, preemptor, victim) for victim in victims]
         errors = [err for err in results if err is not None]
         return errors[0] if errors else None
 
     def _preempt_one(
-        self, candidate: Candidate, preemptor: Pod, victim: Pod
+        self, node_name: str | None, preemptor: Pod, victim: Pod
     ) -> BaseException | None:
         """Evicts one victim; None when it is preempted or already gone."""
         try:
-            self._evict(candidate, preemptor, victim)
+            self._evict(node_name or victim.node_name, preemptor, victim)
         except VictimGone:
             log.info("victim pod is already deleted", pod=preemptor.key, victim=victim.key)
         except Exception as err:
@@ -339,8 +332,8 @@ class Executor:
             return err
         return None
 
-    def _evict(self, candidate: Candidate, preemptor: Pod, victim: Pod) -> None:
-        message = f"Preempted by pod {preemptor.uid} on node {candidate.node_name}"
+    def _evict(self, node_name: str, preemptor: Pod, victim: Pod) -> None:
+        message = f"Preempted by pod {preemptor.uid} on node {node_name}"
         waiting = self._handle.get_waiting_pod(victim.uid)
         if waiting is not None and waiting.preempt(self._plugin_name, "preempted"):
             log.info("preemptor preempted a waiting pod", pod=preemptor.key, victim=victim.key)
