@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from scheduler.api.gang import Gang, GangRef, GangSource, gang_ref
+from scheduler.api.gang import Gang, GangRef, GangSource
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -228,16 +228,12 @@ class Coscheduling:
         """Another pod of the same group appeared (or became schedulable): the group may now
         have its minMember pods. Only scheduler-plugins' groups: a member of a v1beta1 group is
         GangScheduling's."""
-        if not isinstance(new, Pod) or new.uid == pod.uid:
-            return QueueingHint.QUEUE_SKIP
-        ref = self.tracker.ref(pod)
-        if ref is None or gang_ref(new) != ref:
-            return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE
+        if isinstance(new, Pod) and new.uid != pod.uid and self.tracker.is_sibling(pod, new):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def is_schedulable_after_group_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         """The pod's own group was created or changed (minMember, minResources, timeout)."""
-        ref = self.tracker.ref(pod)
-        if ref is not None and isinstance(new, Gang) and new.ref == ref:
+        if self.tracker.is_own_group(pod, new):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP

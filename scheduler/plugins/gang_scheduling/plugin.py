@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.api.gang import Gang, GangRef, GangSource, gang_ref
+from scheduler.api.gang import Gang, GangRef, GangSource
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import (
@@ -145,15 +145,13 @@ class GangScheduling:
 
     def is_schedulable_after_pod_added(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         """A pod of the same group appeared: the group may now have minCount pods."""
-        ref = self.tracker.ref(pod)
-        if ref is None or not isinstance(new, Pod) or gang_ref(new) != ref:
-            return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE
+        if self.tracker.is_sibling(pod, new):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def is_schedulable_after_group_added(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         """The pod's own group was created."""
-        ref = self.tracker.ref(pod)
-        if ref is not None and isinstance(new, Gang) and new.ref == ref:
+        if self.tracker.is_own_group(pod, new):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 

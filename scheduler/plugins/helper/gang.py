@@ -64,6 +64,18 @@ class GangTracker:
         ref = gang_ref(pod)
         return ref if ref is not None and ref.source == self.source else None
 
+    def is_sibling(self, pod: Pod, other: object) -> bool:
+        """`other` is a pod naming `pod`'s group of this plugin's API (the queueing hints of a
+        member appearing)."""
+        ref = self.ref(pod)
+        return ref is not None and isinstance(other, Pod) and gang_ref(other) == ref
+
+    def is_own_group(self, pod: Pod, group: object) -> bool:
+        """`group` is `pod`'s group of this plugin's API (the queueing hints of a group
+        event)."""
+        ref = self.ref(pod)
+        return ref is not None and isinstance(group, Gang) and group.ref == ref
+
     def lookup(self, pod: Pod) -> tuple[GangRef | None, Gang | None]:
         """The pod's group of this plugin's API (ref) and the group itself (None when it does
         not exist, or its API is not served)."""
