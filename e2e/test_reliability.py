@@ -255,10 +255,11 @@ def test_api_server_stopped_and_restarted_mid_burst_every_pod_bound(
     try:
         wait_for(lambda: scheduled(sched, name) >= 40, timeout=120, what="40 pods scheduled")
         stopped = time.time()
-        local_control_plane.restart_apiserver(down_seconds=5.0)
+        local_control_plane.restart_apiserver(down_seconds=5.0, await_controllers=False)
         ready = time.time()
     finally:
         creator.join(180)
+        local_control_plane.await_controllers()
     bound_at_ready = sum(1 for p in pods_by_name(core_v1, namespace).values() if p.spec.node_name)
     pods = wait_bound(core_v1, namespace, [b["metadata"]["name"] for b in bodies], timeout=180)
     all_bound = time.time()

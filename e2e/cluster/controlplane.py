@@ -277,10 +277,11 @@ class ControlPlane:
             self._reservation.release(port)
         return handle
 
-    def restart_apiserver(self, down_seconds: float = 0.0) -> None:
+    def restart_apiserver(self, down_seconds: float = 0.0, await_controllers: bool = True) -> None:
         """Stop kube-apiserver (SIGTERM, by pid), optionally stay down, start it again on the
-        same port with the same flags, and wait until it is ready. Clients see the outage
-        that a rolling control-plane upgrade causes."""
+        same port with the same flags, and wait until it is ready (and, unless told not to,
+        until kube-controller-manager works again: ``await_controllers``). Clients see the
+        outage that a rolling control-plane upgrade causes."""
         pki = self._require_pki()
         old = self._procs["kube-apiserver"]
         old.stop()
@@ -294,6 +295,40 @@ class ControlPlane:
             what="kube-apiserver after restart",
             guard=self._guard,
         )
+        if await_controllers:
+            self.await_controllers()
+
+    def await_controllers(self) -> None:
+        """Return once kube-controller-manager acts on new objects again.
+
+        Its informers reconnect after an API server restart with client-go's backoff (2-41 s
+        measured here), so a namespace created right after the restart can wait longer than
+        a test's 60 s for its ``default`` ServiceAccount (CI failed so at stop 22). A probe
+        namespace's ServiceAccount proves the namespace and ServiceAccount informers are back."""
+        from kubernetes import client as k8s
+
+        api = self.api_client()
+        try:
+            core = k8s.CoreV1Api(api)
+            name = f"restart-probe-{os.urandom(3).hex()}"
+            core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))
+
+            def has_default_sa() -> bool | str:
+                accounts = core.list_namespaced_service_account(name).items
+                return any(a.metadata.name == "default" for a in accounts) or "none yet"
+
+            try:
+                wait_for(
+                    has_default_sa,
+                    timeout=self.start_timeout,
+                    what=f"kube-controller-manager after the API server restart ({name})",
+                    interval=0.5,
+                    guard=self._guard,
+                )
+            finally:
+                core.delete_namespace(name)
+        finally:
+            api.close()
 
     @property
     def schedulers(self) -> dict[str, SchedulerHandle]:
