@@ -135,7 +135,10 @@ class Harness:
         features: FeatureGates | None = None,
         storage: StaticStorage | None = None,
         gangs: StaticGangs | None = None,
+        watch_gangs: bool = True,
     ) -> None:
+        """`watch_gangs=False`: Handle.watched_gangs() is None, as in a process whose profiles
+        have no gang plugin (preemption then never looks at pods' groups)."""
         self.clock = FakeClock()
         self.storage = storage if storage is not None else StaticStorage()
         # Pods added through add_pod / add_assigned_pod become members here, as the pod
@@ -158,7 +161,7 @@ class Harness:
             storage=lambda: self.storage,
             gangs=lambda: self.gangs,
             gang_members=self.cache.gang_members,
-            watched_gangs=lambda: self.gangs,
+            watched_gangs=(lambda: self.gangs) if watch_gangs else (lambda: None),
             clock=self.clock,
         )
         self.fwk = Framework(spec or profile_spec(), plugins or registry(), services)

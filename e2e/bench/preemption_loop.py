@@ -51,7 +51,9 @@ class World:
         registry = in_tree_registry()
         config = load_config(None, set(registry))
         spec = config.profiles[0].to_spec()
-        self.h = Harness(spec, plugins=registry, features=FeatureGates())
+        self.h = Harness(
+            spec, plugins=registry, features=FeatureGates(), watch_gangs=args.watch_gangs
+        )
         self.h.scheduler.schedule_one_pod.s.algorithm._rng = random.Random(args.seed)
         self.profile = spec.scheduler_name
         self.handlers = EventHandlers(self.h.cache, self.h.queue, self.h.scheduler.profiles)
@@ -190,6 +192,11 @@ def main() -> None:
     parser.add_argument("--delete-ms", type=float, default=150.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", help="write a cProfile of the run here")
+    parser.add_argument(
+        "--watch-gangs",
+        action="store_true",
+        help="as a process with a gang plugin in some profile: preemption reads each pod's group",
+    )
     args = parser.parse_args()
     # The app's default: JSON lines at verbosity 0 (written to /dev/null here).
     configure_logging("json", 0, stream=open(os.devnull, "wb"))  # noqa: SIM115
