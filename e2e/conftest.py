@@ -24,7 +24,7 @@ from e2e.cluster import (
     create_kwok_nodes,
     delete_kwok_nodes,
     ensure_helm,
-    wait_for,
+    wait_default_service_account,
 )
 from e2e.cluster.e2etest import build_e2e_test
 from e2e.cluster.nodes import NodeFactory
@@ -133,13 +133,8 @@ def namespace(core_v1: k8s.CoreV1Api, request: pytest.FixtureRequest) -> Iterato
     base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"e2e-{base}-{uuid.uuid4().hex[:6]}"
     core_v1.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))
-
-    def has_default_sa() -> bool | str:
-        accounts = core_v1.list_namespaced_service_account(name).items
-        return any(sa.metadata.name == "default" for sa in accounts) or "no default SA yet"
-
     try:
-        wait_for(has_default_sa, timeout=60, what=f"ServiceAccount {name}/default")
+        wait_default_service_account(core_v1, name)
         yield name
     finally:
         try:

@@ -14,7 +14,13 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from e2e.cluster import ControlPlane, create_kwok_node, wait_for, wait_nodes_ready
+from e2e.cluster import (
+    ControlPlane,
+    create_kwok_node,
+    wait_default_service_account,
+    wait_for,
+    wait_nodes_ready,
+)
 from e2e.pysched import Pysched, metric_value
 from e2e.workload import pod_manifest, pod_scheduled_condition
 
@@ -158,11 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         sched = Pysched(cp.kubeconfig, workdir=cp.log_dir).start()
         try:
             core.create_namespace({"metadata": {"name": NAMESPACE}})
-            wait_for(
-                lambda: bool(core.list_namespaced_service_account(NAMESPACE).items),
-                timeout=60,
-                what="the demo namespace's default ServiceAccount",
-            )
+            wait_default_service_account(core, NAMESPACE)
             deployment, service = web_objects()
             core.create_namespaced_service(NAMESPACE, service)
             k8s.AppsV1Api(core.api_client).create_namespaced_deployment(NAMESPACE, deployment)

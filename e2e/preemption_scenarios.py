@@ -27,7 +27,12 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes import watch
 
-from e2e.cluster import create_kwok_nodes, delete_kwok_nodes, wait_for
+from e2e.cluster import (
+    create_kwok_nodes,
+    delete_kwok_nodes,
+    wait_default_service_account,
+    wait_for,
+)
 from e2e.workload import pod_manifest
 
 Record = dict[str, Any]
@@ -511,12 +516,7 @@ def scenario_env(
     recorder: Recorder | None = None
     env: Env | None = None
     try:
-
-        def has_default_sa() -> bool | str:
-            accounts = core.list_namespaced_service_account(namespace).items
-            return any(sa.metadata.name == "default" for sa in accounts) or "no default SA yet"
-
-        wait_for(has_default_sa, timeout=60, what=f"ServiceAccount {namespace}/default")
+        wait_default_service_account(core, namespace)
         recorder = Recorder(core, namespace).start()
         env = Env(core, api, namespace, scheduler_name, priority_classes, recorder)
         yield env

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from e2e.cluster import ensure_helm, wait_for
+from e2e.cluster import ensure_helm, wait_default_service_account, wait_for
 from e2e.cluster.kubeconfig import write_token_kubeconfig
 from e2e.cluster.nodes import NodeFactory
 from e2e.cluster.pods import is_gone, is_running, wait_for_pod
@@ -58,12 +58,7 @@ def restricted_namespace(core_v1: k8s.CoreV1Api) -> Iterator[Callable[[], str]]:
         meta = k8s.V1ObjectMeta(name=name, labels=RESTRICTED)
         core_v1.create_namespace(k8s.V1Namespace(metadata=meta))
         created.append(name)
-
-        def has_default_sa() -> bool | str:
-            accounts = core_v1.list_namespaced_service_account(name).items
-            return any(sa.metadata.name == "default" for sa in accounts) or "no default SA"
-
-        wait_for(has_default_sa, timeout=60, what=f"ServiceAccount {name}/default")
+        wait_default_service_account(core_v1, name)
         return name
 
     yield make

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from e2e.cluster import wait_for
+from e2e.cluster import wait_default_service_account, wait_for
 from e2e.cluster.nodes import NodeFactory
 from e2e.preemption_scenarios import create_priority_classes, delete_priority_classes
 from e2e.test_scheduling import (
@@ -186,12 +186,7 @@ def labelled_namespaces(core_v1: k8s.CoreV1Api) -> Iterator[Callable[[dict[str, 
             k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name, labels=labels))
         )
         created.append(name)
-
-        def has_default_sa() -> bool | str:
-            accounts = core_v1.list_namespaced_service_account(name).items
-            return any(sa.metadata.name == "default" for sa in accounts) or "no SA yet"
-
-        wait_for(has_default_sa, timeout=60, what=f"ServiceAccount {name}/default")
+        wait_default_service_account(core_v1, name)
         return name
 
     yield make

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from e2e.cluster import ControlPlane, wait_for
+from e2e.cluster import ControlPlane, wait_default_service_account, wait_for
 from e2e.cluster.nodes import create_kwok_nodes
 from e2e.pysched import Pysched, default_config
 from e2e.workload import pod_manifest, pod_scheduled_condition
@@ -86,17 +86,7 @@ class Scenario:
         self.node_label = {NODE_LABEL: f"{name}-{scheduler}"}
         self.namespace = f"wg-{name}-{uuid.uuid4().hex[:6]}"
         env.core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=self.namespace)))
-        wait_for(
-            lambda: (
-                any(
-                    sa.metadata.name == "default"
-                    for sa in env.core.list_namespaced_service_account(self.namespace).items
-                )
-                or "no default ServiceAccount yet"
-            ),
-            timeout=60,
-            what=f"ServiceAccount {self.namespace}/default",
-        )
+        wait_default_service_account(env.core, self.namespace)
 
     def pod_group(self, name: str, min_count: int | None) -> None:
         policy = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}

@@ -46,7 +46,7 @@ from e2e.bench.workload import (
     replica_set_manifest,
     service_manifest,
 )
-from e2e.cluster import ControlPlane, NotReadyError, wait_for
+from e2e.cluster import ControlPlane, NotReadyError, wait_default_service_account, wait_for
 from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 
 CREATE_THREADS = 24
@@ -202,7 +202,7 @@ class Run:
                 f"{self.workload.owner}"
             )
         with self._phase("setup"):
-            self._wait_default_service_account()
+            wait_default_service_account(self.api(), self.namespace)
             self.create_nodes(range(self.size.nodes))
             self.create_service()
             self.create_volumes()
@@ -576,13 +576,6 @@ class Run:
             self.create_pod(template.manifest(f"init-{i}", nodeName=nodes[i % len(nodes)]))
 
         parallel(create, range(self.size.init_pods))
-
-    def _wait_default_service_account(self) -> None:
-        def present() -> bool | str:
-            accounts = self.api().list_namespaced_service_account(self.namespace).items
-            return any(sa.metadata.name == "default" for sa in accounts) or "not yet"
-
-        wait_for(present, timeout=60, what=f"ServiceAccount {self.namespace}/default")
 
     def _warm_up(self) -> None:
         """One tiny pod bound proves the scheduler has synced its caches and is scheduling."""

@@ -31,7 +31,7 @@ from e2e.cluster.nodes import (
 )
 from e2e.cluster.pods import is_gone, is_running, wait_for_pod
 from e2e.cluster.processes import ManagedProcess
-from e2e.cluster.readiness import NotReadyError, wait_for
+from e2e.cluster.readiness import NotReadyError, wait_default_service_account, wait_for
 from e2e.cluster.versions import KUBERNETES_VERSION, KWOK_VERSION
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "is_gone",
     "is_running",
     "kwok_node_manifest",
+    "wait_default_service_account",
     "wait_for",
     "wait_for_pod",
     "wait_nodes_ready",

@@ -27,7 +27,7 @@ from e2e.cluster.certs import FRONT_PROXY_CLIENT, SERVICE_CLUSTER_IP_RANGE, Pki,
 from e2e.cluster.kubeconfig import write_kubeconfig
 from e2e.cluster.ports import LOOPBACK, PortReservation
 from e2e.cluster.processes import ManagedProcess, stop_all
-from e2e.cluster.readiness import probe, tls_context, wait_for
+from e2e.cluster.readiness import probe, tls_context, wait_default_service_account, wait_for
 from e2e.cluster.state import ClusterState, save
 
 if TYPE_CHECKING:
@@ -312,17 +312,12 @@ class ControlPlane:
             core = k8s.CoreV1Api(api)
             name = f"restart-probe-{os.urandom(3).hex()}"
             core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))
-
-            def has_default_sa() -> bool | str:
-                accounts = core.list_namespaced_service_account(name).items
-                return any(a.metadata.name == "default" for a in accounts) or "none yet"
-
             try:
-                wait_for(
-                    has_default_sa,
+                wait_default_service_account(
+                    core,
+                    name,
                     timeout=self.start_timeout,
                     what=f"kube-controller-manager after the API server restart ({name})",
-                    interval=0.5,
                     guard=self._guard,
                 )
             finally:

@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 class NotReadyError(TimeoutError):
@@ -43,6 +44,29 @@ def wait_for(
             detail = f": last seen {last!r}" if isinstance(last, str) else ""
             raise NotReadyError(f"{what} not ready after {timeout:.0f}s{detail}")
         time.sleep(interval)
+
+
+def wait_default_service_account(
+    core: Any,
+    namespace: str,
+    *,
+    timeout: float = 60,
+    what: str | None = None,
+    guard: Callable[[], None] | None = None,
+) -> None:
+    """Wait until kube-controller-manager has given `namespace` its ``default`` ServiceAccount
+    (`core`: a kubernetes CoreV1Api); pods cannot be created in the namespace before."""
+
+    def has_default_sa() -> bool | str:
+        accounts = core.list_namespaced_service_account(namespace).items
+        return any(sa.metadata.name == "default" for sa in accounts) or "no default SA yet"
+
+    wait_for(
+        has_default_sa,
+        timeout=timeout,
+        what=what or f"ServiceAccount {namespace}/default",
+        guard=guard,
+    )
 
 
 def tls_context(ca: Path, cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:
