@@ -196,9 +196,11 @@ def test_nodes_with_nominated_pods_are_checked_once_per_cycle_with_the_exact_rea
         two_pass = h.fwk.run_filter_plugins_with_nominated_pods
         checked: list[str] = []
 
-        def counting(state: CycleState, pod: Pod, info: NodeInfo) -> Status | None:
+        def counting(
+            state: CycleState, pod: Pod, info: NodeInfo, nominated: list[Pod] | None = None
+        ) -> Status | None:
             checked.append(info.name)
-            return two_pass(state, pod, info)
+            return two_pass(state, pod, info, nominated)
 
         h.fwk.run_filter_plugins_with_nominated_pods = counting  # type: ignore[method-assign]
         # Fits n0..n2 alone but not beside their nominated pods; n3..n5 are too small.

@@ -2,7 +2,7 @@
 
 Filter runs treat a nominated pod as if it were already on its node, so a lower-priority pod
 cannot take the room a preemption freed. The nominator only remembers which pod goes where;
-`lookup` (the queue) supplies the pod as the queue currently knows it.
+`lookup` (the queue) supplies the pods as the queue currently knows them, one call per node.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from collections.abc import Callable
 from scheduler.api.objects import Pod
 from scheduler.framework.types import NominatingInfo, NominatingMode
 
-PodLookup = Callable[[str], Pod | None]
+#: The current version of each pod of a list (None: the queue does not hold it), in order.
+PodLookup = Callable[[list[Pod]], list[Pod | None]]
 
 
 class Nominator:
@@ -58,11 +59,10 @@ class Nominator:
         lookup = self._lookup
         if lookup is None or not pods:
             return pods
-        result = []
-        for pod in pods:
-            current = lookup(pod.uid)
-            result.append(pod if current is None else current)
-        return result
+        return [
+            pod if current is None else current
+            for pod, current in zip(pods, lookup(pods), strict=True)
+        ]
 
     def nominated_node_names(self) -> set[str]:
         with self._lock:

@@ -29,6 +29,8 @@ class PreEnqueueRunner:
         self._plugins = plugins
         self._plugin_events = plugin_events
         self._metrics = queue_metrics
+        #: A profile's plugins with a gating plugin first, per (profile, gating plugin).
+        self._gate_first: dict[tuple[str, str], tuple[PreEnqueuePlugin, ...]] = {}
 
     def run(self, pinfo: QueuedPodInfo) -> None:
         """Runs the profile's PreEnqueue plugins (the last gating plugin first); the first
@@ -44,7 +46,7 @@ class PreEnqueueRunner:
         gating = pinfo.gating_plugin
         ordered = plugins
         if gating and plugins[0].name != gating:
-            ordered = tuple(sorted(plugins, key=lambda pl: pl.name != gating))
+            ordered = self._gating_first(pod.scheduler_name, gating, plugins)
         for plugin in ordered:
             status = self._run_plugin(plugin, pinfo)
             if status is not None:
@@ -56,6 +58,16 @@ class PreEnqueueRunner:
         self._metrics.pre_enqueue_duration(
             code.label(), pod.scheduler_name, time.perf_counter() - start
         )
+
+    def _gating_first(
+        self, profile: str, gating: str, plugins: tuple[PreEnqueuePlugin, ...]
+    ) -> tuple[PreEnqueuePlugin, ...]:
+        key = (profile, gating)
+        ordered = self._gate_first.get(key)
+        if ordered is None:
+            ordered = tuple(sorted(plugins, key=lambda pl: pl.name != gating))
+            self._gate_first[key] = ordered
+        return ordered
 
     def _run_plugin(self, plugin: PreEnqueuePlugin, pinfo: QueuedPodInfo) -> Status | None:
         """None on success; otherwise the rejection, recorded on the pod as its gate."""

@@ -145,7 +145,7 @@ class SchedulingQueue:
             self._hints.plugin_events,
             self._metrics,
         )
-        self._nominator = Nominator(self._current_pod)
+        self._nominator = Nominator(self._current_pods)
 
         self._flusher: PeriodicFlusher | None = None
 
@@ -171,10 +171,11 @@ class SchedulingQueue:
     def nominated_node_names(self) -> set[str]:
         return self._nominator.nominated_node_names()
 
-    def _current_pod(self, uid: str) -> Pod | None:
+    def _current_pods(self, pods: list[Pod]) -> list[Pod | None]:
+        """The queue's version of each of `pods` (None where it holds none), under one lock."""
         with self._lock:
-            pinfo = self._find(uid)
-            return None if pinfo is None else pinfo.pod
+            found = [self._find(pod.uid) for pod in pods]
+        return [None if pinfo is None else pinfo.pod for pinfo in found]
 
     # --- entry points from informers ---------------------------------------------------------
 

@@ -57,6 +57,7 @@ class FilterPass:
             else:
                 self.mask &= column
             self._columns.append((pl, column))
+        #: Rows with pods nominated to them that count against the pod, and those pods.
         self._nominated_rows = self._rows_with_nominated_pods()
         self._nominated_statuses: dict[int, Status | None] = {}
 
@@ -73,8 +74,11 @@ class FilterPass:
         """
         if not self.mask[row]:
             return Status(Code.UNSCHEDULABLE)
-        if row in self._nominated_rows:
-            status = self._fwk.run_filter_plugins_with_nominated_pods(self._state, self._pod, info)
+        nominated = self._nominated_rows.get(row)
+        if nominated is not None:
+            status = self._fwk.run_filter_plugins_with_nominated_pods(
+                self._state, self._pod, info, nominated
+            )
             self._nominated_statuses[row] = status
             return status
         for pl in self._per_node:
@@ -101,23 +105,26 @@ class FilterPass:
             else:
                 result.append(
                     self._fwk.run_filter_plugins_with_nominated_pods(
-                        self._state, self._pod, infos[row]
+                        self._state, self._pod, infos[row], nominated[row]
                     )
                 )
         return result
 
-    def _rows_with_nominated_pods(self) -> set[int]:
+    def _rows_with_nominated_pods(self) -> dict[int, list[Pod]]:
         nominator = self._fwk._nominator
         if nominator is None:
-            return set()
+            return {}
         index = self._table.index
         nodes_fn = getattr(nominator, "nominated_node_names", None)
         names = nodes_fn() if callable(nodes_fn) else list(index)
-        rows: set[int] = set()
+        rows: dict[int, list[Pod]] = {}
         for name in names:
             row = index.get(name)
-            if row is not None and self._fwk.nominated_pods_to_add(self._pod, name):
-                rows.add(row)
+            if row is None:
+                continue
+            pods = self._fwk.nominated_pods_to_add(self._pod, name)
+            if pods:
+                rows[row] = pods
         return rows
 
     def _first_rejection(self, row: int, info: NodeInfo) -> Status | None:

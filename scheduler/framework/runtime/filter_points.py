@@ -147,10 +147,16 @@ class FilterPoints(FrameworkBase):
         )
 
     def run_filter_plugins_with_nominated_pods(
-        self, state: CycleState, pod: Pod, node_info: NodeInfo
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        nominated: list[Pod] | None = None,
     ) -> Status | None:
-        """The design doc's two passes: with higher-priority nominated pods, then without."""
-        nominated = self.nominated_pods_to_add(pod, node_info.name)
+        """The design doc's two passes: with higher-priority nominated pods, then without.
+        `nominated`: the node's `nominated_pods_to_add` when the caller has it already."""
+        if nominated is None:
+            nominated = self.nominated_pods_to_add(pod, node_info.name)
         if not nominated:
             return self.run_filter_plugins(state, pod, node_info)
         counting = self.counting_filter(state, pod)
