@@ -8,6 +8,7 @@ table in step with the snapshot costs Python work only for the changed nodes. Pl
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Hashable, Iterable, Mapping
 
 import numpy as np
@@ -169,6 +170,34 @@ class NodeTable:
             cols = (alloc, req)
             self._scalar[name] = cols
         return cols
+
+    def with_pods_counted(self, added: Mapping[int, Iterable[Pod]]) -> NodeTable:
+        """This table with `added[row]` counted on each row as a PodCountingFilter reads a node:
+        pod count and requests (extended resources included). Every other column is this
+        table's own, so the result is only for those plugins (the nominated-pods pass of a
+        diagnosis)."""
+        view = copy.copy(self)
+        view.pod_count = self.pod_count.copy()
+        view.req_cpu = self.req_cpu.copy()
+        view.req_mem = self.req_mem.copy()
+        view.req_eph = self.req_eph.copy()
+        scalars: dict[str, IntColumn] = {}
+        for row, pods in added.items():
+            for pod in pods:
+                req = pod.requests
+                view.pod_count[row] += 1
+                view.req_cpu[row] += req.milli_cpu
+                view.req_mem[row] += req.memory
+                view.req_eph[row] += req.ephemeral_storage
+                for name, quantity in req.scalar.items():
+                    column = scalars.get(name)
+                    if column is None:
+                        column = scalars[name] = self.scalar(name)[1].copy()
+                    column[row] += quantity
+        view._scalar = dict(self._scalar)
+        for name, column in scalars.items():
+            view._scalar[name] = (self._scalar[name][0], column)
+        return view
 
     def requirement_mask(self, req: Requirement) -> BoolColumn:
         """Rows whose node labels satisfy one label requirement."""

@@ -171,3 +171,38 @@ def test_anti_affinity_total_follows_rows_as_pods_come_and_go() -> None:
     cache.update_snapshot(snap)
     assert snap.table.anti_affinity_total == 1
     assert int(snap.table.anti_affinity_pods.sum()) == 1
+
+
+def test_pods_counted_on_rows_equal_a_table_of_nodes_that_hold_them() -> None:
+    """with_pods_counted (the nominated-pods pass of a diagnosis): requests, extended
+    resources and pod counts as if the pods were on their rows; the table itself unchanged."""
+    cache = Cache()
+    for i in range(4):
+        cache.add_node(make_node(f"n{i}", cpu="8", extended={GPU: "4"}))
+        cache.add_pod(make_pod(f"p{i}", cpu="1", node_name=f"n{i}"))
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    table = snapshot.table
+    before = {column: getattr(table, column).copy() for column, _ in _COLUMNS}
+    added = {
+        1: [make_pod("a", cpu="500m", memory="1Gi", requests={GPU: "2"}, node_name="n1")],
+        3: [
+            make_pod("b", cpu="2", node_name="n3"),
+            make_pod("c", cpu="1", requests={GPU: "1"}, node_name="n3"),
+        ],
+    }
+    view = table.with_pods_counted(added)
+    for column, values in before.items():
+        np.testing.assert_array_equal(getattr(table, column), values, column)
+    assert table.scalar(GPU)[1].tolist() == [0, 0, 0, 0]
+
+    for pods in added.values():
+        for pod in pods:
+            cache.add_pod(pod)
+    cache.update_snapshot(snapshot)
+    held = snapshot.table  # the same table, its rows now updated in place
+    for column in ("pod_count", "req_cpu", "req_mem", "req_eph"):
+        np.testing.assert_array_equal(getattr(view, column), getattr(held, column), column)
+    np.testing.assert_array_equal(view.scalar(GPU)[1], held.scalar(GPU)[1])
+    np.testing.assert_array_equal(view.scalar(GPU)[0], held.scalar(GPU)[0])
+    assert view.req_cpu.tolist() == [1000, 1500, 1000, 4000]

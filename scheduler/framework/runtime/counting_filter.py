@@ -76,6 +76,11 @@ class CountingFilter:
         state.write(_STATE_KEY, (pod.uid, found))
         return found
 
+    @property
+    def counting_plugins(self) -> frozenset[str]:
+        """The plugins answered in counting form (the others read only the Node)."""
+        return frozenset(pl.name for pl, counting in self._steps if counting is not None)
+
     def nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]:
         """The pods nominated to the node that count against `pod` there."""
         return self._nominated(pod, node_name)

@@ -14,6 +14,7 @@ one call.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -60,6 +61,9 @@ class FilterPass:
         #: Rows with pods nominated to them that count against the pod, and those pods.
         self._nominated_rows = self._rows_with_nominated_pods()
         self._nominated_statuses: dict[int, Status | None] = {}
+        #: Whether each nominated row the mask keeps passes the two-pass check, answered for
+        #: all of them at once on first use (None: not yet asked; {}: not in counting form).
+        self._nominated_fits: dict[int, bool] | None = None
 
     @property
     def needs_node_checks(self) -> bool:
@@ -76,6 +80,10 @@ class FilterPass:
             return Status(Code.UNSCHEDULABLE)
         nominated = self._nominated_rows.get(row)
         if nominated is not None:
+            fits = self._nominated_fits_of_kept_rows().get(row)
+            if fits is not None:
+                # Its reason, if the diagnosis needs it, comes from `rejections`.
+                return None if fits else Status(Code.UNSCHEDULABLE)
             status = self._fwk.run_filter_plugins_with_nominated_pods(
                 self._state, self._pod, info, nominated
             )
@@ -95,20 +103,71 @@ class FilterPass:
             return self._first_rejections(rows)
         plain = rows[[row not in nominated for row in rows.tolist()]]
         by_row = dict(zip(plain.tolist(), self._first_rejections(plain), strict=True))
-        infos = self._table.infos
-        result: list[Status | None] = []
-        for row in rows.tolist():
-            if row in by_row:
-                result.append(by_row[row])
-            elif row in self._nominated_statuses:
-                result.append(self._nominated_statuses[row])
-            else:
-                result.append(
-                    self._fwk.run_filter_plugins_with_nominated_pods(
-                        self._state, self._pod, infos[row], nominated[row]
-                    )
-                )
-        return result
+        by_row.update(self._nominated_statuses)
+        unchecked = np.array([row for row in rows.tolist() if row not in by_row], np.intp)
+        by_row.update(
+            zip(unchecked.tolist(), self._rejections_with_nominated(unchecked), strict=True)
+        )
+        return [by_row[row] for row in rows.tolist()]
+
+    def _nominated_fits_of_kept_rows(self) -> dict[int, bool]:
+        """The two-pass verdict of every nominated row the mask keeps, from one first pass
+        over them all (`_counted`); empty when that does not apply. A row the first pass
+        keeps passes the second too: the mask kept it, and no plugin runs per node."""
+        if self._nominated_fits is None:
+            self._nominated_fits = {}
+            rows = np.array([row for row in self._nominated_rows if self.mask[row]], np.intp)
+            counted = None if self._per_node or not len(rows) else self._counted(rows)
+            if counted is not None:
+                fits = np.ones(len(rows), np.bool_)
+                for _, column in counted[0]:
+                    if column is None:
+                        return self._nominated_fits
+                    fits &= column[rows]
+                self._nominated_fits = dict(zip(rows.tolist(), fits.tolist(), strict=True))
+        return self._nominated_fits
+
+    def _counted(
+        self, rows: npt.NDArray[np.intp]
+    ) -> tuple[list[tuple[FilterPlugin, BoolColumn | None]], NodeTable] | None:
+        """The first pass of the two-pass check over `rows` at once, when the cycle's Filter
+        has a counting form: the counting plugins' columns on the table with each row's
+        nominated pods counted, the other plugins' columns as they are (they read only the
+        Node); with that table. None when the counting form does not apply."""
+        fwk, state, pod = self._fwk, self._state, self._pod
+        counting = fwk.counting_filter(state, pod)
+        if counting is None:
+            return None
+        counted = counting.counting_plugins
+        nominated = self._nominated_rows
+        table = self._table.with_pods_counted({row: nominated[row] for row in rows.tolist()})
+        columns: list[tuple[FilterPlugin, BoolColumn | None]] = []
+        for pl, own in self._columns:
+            column = own
+            if pl.name in counted:
+                batch = cast(BatchFilterPlugin, pl) if fwk.batch_filter[pl.name] else None
+                column = None if batch is None else batch.filter_batch(state, pod, table)
+            columns.append((pl, column))
+        return columns, table
+
+    def _rejections_with_nominated(self, rows: npt.NDArray[np.intp]) -> list[Status | None]:
+        """The two-pass check of rows with nominated pods: the first pass over all of them at
+        once where `_counted` applies, its rejections worded by `_first_rejections`. A row
+        that passes the first pass passes the second too (fewer pods, smaller requests), so
+        its answer is None."""
+        nominated = self._nominated_rows
+        fwk, state, pod, infos = self._fwk, self._state, self._pod, self._table.infos
+
+        def two_pass(row: int) -> Status | None:
+            return fwk.run_filter_plugins_with_nominated_pods(
+                state, pod, infos[row], nominated[row]
+            )
+
+        counted = self._counted(rows) if len(rows) else None
+        if counted is None:
+            return [two_pass(row) for row in rows.tolist()]
+        columns, table = counted
+        return self._first_rejections(rows, columns, table, two_pass)
 
     def _rows_with_nominated_pods(self) -> dict[int, list[Pod]]:
         nominator = self._fwk._nominator
@@ -138,14 +197,23 @@ class FilterPass:
                 return status
         return None
 
-    def _first_rejections(self, rows: npt.NDArray[np.intp]) -> list[Status | None]:
+    def _first_rejections(
+        self,
+        rows: npt.NDArray[np.intp],
+        columns: list[tuple[FilterPlugin, BoolColumn | None]] | None = None,
+        table: NodeTable | None = None,
+        by_node_status: Callable[[int], Status | None] | None = None,
+    ) -> list[Status | None]:
         """`_first_rejection` for many rows: rows whose first failing column is a plugin with
-        `filter_batch_statuses` get their statuses in one call; the rest go node by node."""
+        `filter_batch_statuses` get their statuses in one call; the rest go node by node
+        (`by_node_status`, else `_first_rejection`). `columns` and `table` default to this
+        pass's own."""
         result: list[Status | None] = [None] * len(rows)
         undecided = np.arange(len(rows))
         by_node: list[int] = []
-        state, pod, table = self._state, self._pod, self._table
-        for pl, column in self._columns:
+        state, pod = self._state, self._pod
+        table = self._table if table is None else table
+        for pl, column in self._columns if columns is None else columns:
             if not len(undecided):
                 break
             if column is None:  # may reject any of them: only per node, in plugin order
@@ -170,5 +238,9 @@ class FilterPass:
         infos = table.infos
         for position in by_node:
             row = int(rows[position])
-            result[position] = self._first_rejection(row, infos[row])
+            result[position] = (
+                self._first_rejection(row, infos[row])
+                if by_node_status is None
+                else by_node_status(row)
+            )
         return result

@@ -7,12 +7,14 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 from scheduler.api.objects import Pod
 from scheduler.config.load import load_config
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.runtime import FilterPass
 from scheduler.framework.status import Status
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import make_node, make_pdb, make_pod
@@ -152,3 +154,41 @@ def test_the_counting_form_applies_only_when_nothing_else_looks_at_pods(h: Harne
         scheduler_name=profile,
     )
     assert h.fwk.counting_filter(_prefiltered(h, anti), anti) is None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_diagnosis_of_nodes_with_nominated_pods_equals_the_two_pass_node_by_node(
+    h: Harness, seed: int
+) -> None:
+    """FilterPass.check and .rejections run the first pass of many nominated rows at once on
+    the table with their nominated pods counted; each row's verdict and Status are the
+    general path's."""
+    rng = random.Random(seed)
+    profile = h.fwk.profile_name
+    _random_cluster(h, rng, profile)
+    h.cache.update_snapshot(h.snapshot)
+    preemptor = make_pod(
+        "preemptor",
+        cpu=f"{rng.choice([500, 1500, 3000, 6000])}m",
+        memory=f"{rng.choice([100, 1000, 6000])}Mi",
+        priority=rng.choice([10, 50, 100]),
+        scheduler_name=profile,
+    )
+    state = _prefiltered(h, preemptor)
+    assert h.fwk.counting_filter(state, preemptor) is not None
+    table = h.snapshot.table
+    # As a cycle does: every row checked, then the diagnosis.
+    filter_pass = FilterPass(h.fwk, state, preemptor, table)
+    feasible = [filter_pass.check(row, info) is None for row, info in enumerate(table.infos)]
+    diagnosed = filter_pass.rejections(np.arange(table.n))
+
+    general = _prefiltered(h, preemptor)
+    general.record_plugin_metrics = True  # a sampled cycle: the general path
+    expected = [
+        h.fwk.run_filter_plugins_with_nominated_pods(general, preemptor, info)
+        for info in table.infos
+    ]
+    assert feasible == [s is None for s in expected]
+    assert [s and (s.code, s.message(), s.plugin) for s in diagnosed] == [
+        s and (s.code, s.message(), s.plugin) for s in expected
+    ]
