@@ -71,6 +71,21 @@ def _random_cluster(h: Harness, rng: random.Random, profile: str) -> None:
     h.pdbs.append(make_pdb("pdb", match_labels={"app": "a"}, disruptions_allowed=rng.randint(0, 3)))
 
 
+def _random_cluster_and_preemptor(h: Harness, seed: int) -> Pod:
+    """A random cluster in the harness's snapshot and a preemptor for it, both from `seed`."""
+    rng = random.Random(seed)
+    profile = h.fwk.profile_name
+    _random_cluster(h, rng, profile)
+    h.cache.update_snapshot(h.snapshot)
+    return make_pod(
+        "preemptor",
+        cpu=f"{rng.choice([500, 1500, 3000, 6000])}m",
+        memory=f"{rng.choice([100, 1000, 6000])}Mi",
+        priority=rng.choice([10, 50, 100]),
+        scheduler_name=profile,
+    )
+
+
 def _summary(result: tuple[list[Pod], int, Status | None]) -> object:
     victims, violations, status = result
     if status is not None:
@@ -87,17 +102,7 @@ def _prefiltered(h: Harness, pod: Pod) -> CycleState:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_counting_dry_run_picks_the_same_victims_as_the_general_path(h: Harness, seed: int) -> None:
-    rng = random.Random(seed)
-    profile = h.fwk.profile_name
-    _random_cluster(h, rng, profile)
-    h.cache.update_snapshot(h.snapshot)
-    preemptor = make_pod(
-        "preemptor",
-        cpu=f"{rng.choice([500, 1500, 3000, 6000])}m",
-        memory=f"{rng.choice([100, 1000, 6000])}Mi",
-        priority=rng.choice([10, 50, 100]),
-        scheduler_name=profile,
-    )
+    preemptor = _random_cluster_and_preemptor(h, seed)
     pl = plugin(h)
     state = _prefiltered(h, preemptor)
     assert h.fwk.counting_filter(state, preemptor) is not None
@@ -163,17 +168,7 @@ def test_the_diagnosis_of_nodes_with_nominated_pods_equals_the_two_pass_node_by_
     """FilterPass.check and .rejections run the first pass of many nominated rows at once on
     the table with their nominated pods counted; each row's verdict and Status are the
     general path's."""
-    rng = random.Random(seed)
-    profile = h.fwk.profile_name
-    _random_cluster(h, rng, profile)
-    h.cache.update_snapshot(h.snapshot)
-    preemptor = make_pod(
-        "preemptor",
-        cpu=f"{rng.choice([500, 1500, 3000, 6000])}m",
-        memory=f"{rng.choice([100, 1000, 6000])}Mi",
-        priority=rng.choice([10, 50, 100]),
-        scheduler_name=profile,
-    )
+    preemptor = _random_cluster_and_preemptor(h, seed)
     state = _prefiltered(h, preemptor)
     assert h.fwk.counting_filter(state, preemptor) is not None
     table = h.snapshot.table
