@@ -61,9 +61,8 @@ class FilterPass:
         #: Rows with pods nominated to them that count against the pod, and those pods.
         self._nominated_rows = self._rows_with_nominated_pods()
         self._nominated_statuses: dict[int, Status | None] = {}
-        #: Whether each nominated row the mask keeps passes the two-pass check, answered for
-        #: all of them at once on first use (None: not yet asked; {}: not in counting form).
-        self._nominated_fits: dict[int, bool] | None = None
+        #: The two-pass check's first pass over every nominated row, built on first use.
+        self._first_pass: _FirstPass | None = None
 
     @property
     def needs_node_checks(self) -> bool:
@@ -80,10 +79,11 @@ class FilterPass:
             return Status(Code.UNSCHEDULABLE)
         nominated = self._nominated_rows.get(row)
         if nominated is not None:
-            fits = self._nominated_fits_of_kept_rows().get(row)
-            if fits is not None:
-                # Its reason, if the diagnosis needs it, comes from `rejections`.
-                return None if fits else Status(Code.UNSCHEDULABLE)
+            passes = self._counted_first_pass().passes
+            if passes is not None:
+                # Passing the first pass, it passes the second (the mask kept it and nothing
+                # runs per node); a rejection's reason, if needed, comes from `rejections`.
+                return None if passes[row] else Status(Code.UNSCHEDULABLE)
             status = self._fwk.run_filter_plugins_with_nominated_pods(
                 self._state, self._pod, info, nominated
             )
@@ -110,51 +110,34 @@ class FilterPass:
         )
         return [by_row[row] for row in rows.tolist()]
 
-    def _nominated_fits_of_kept_rows(self) -> dict[int, bool]:
-        """The two-pass verdict of every nominated row the mask keeps, from one first pass
-        over them all (`_counted`); empty when that does not apply. A row the first pass
-        keeps passes the second too: the mask kept it, and no plugin runs per node."""
-        if self._nominated_fits is None:
-            self._nominated_fits = {}
-            rows = np.array([row for row in self._nominated_rows if self.mask[row]], np.intp)
-            counted = None if self._per_node or not len(rows) else self._counted(rows)
-            if counted is not None:
-                fits = np.ones(len(rows), np.bool_)
-                for _, column in counted[0]:
-                    if column is None:
-                        return self._nominated_fits
-                    fits &= column[rows]
-                self._nominated_fits = dict(zip(rows.tolist(), fits.tolist(), strict=True))
-        return self._nominated_fits
-
-    def _counted(
-        self, rows: npt.NDArray[np.intp]
-    ) -> tuple[list[tuple[FilterPlugin, BoolColumn | None]], NodeTable] | None:
-        """The first pass of the two-pass check over `rows` at once, when the cycle's Filter
-        has a counting form: the counting plugins' columns on the table with each row's
-        nominated pods counted, the other plugins' columns as they are (they read only the
-        Node); with that table. None when the counting form does not apply."""
-        fwk, state, pod = self._fwk, self._state, self._pod
-        counting = fwk.counting_filter(state, pod)
-        if counting is None:
-            return None
-        counted = counting.counting_plugins
-        nominated = self._nominated_rows
-        table = self._table.with_pods_counted({row: nominated[row] for row in rows.tolist()})
-        columns: list[tuple[FilterPlugin, BoolColumn | None]] = []
-        for pl, own in self._columns:
-            column = own
-            if pl.name in counted:
-                batch = cast(BatchFilterPlugin, pl) if fwk.batch_filter[pl.name] else None
-                column = None if batch is None else batch.filter_batch(state, pod, table)
-            columns.append((pl, column))
-        return columns, table
+    def _counted_first_pass(self) -> _FirstPass:
+        """The first pass of the two-pass check over every nominated row at once, when the
+        cycle's Filter has a counting form: the counting plugins' columns on the table with
+        each row's nominated pods counted, the other plugins' columns as they are (they read
+        only the Node). Built once per pass; empty when the counting form does not apply."""
+        if self._first_pass is None:
+            self._first_pass = _FirstPass()
+            fwk, state, pod = self._fwk, self._state, self._pod
+            counting = fwk.counting_filter(state, pod) if self._nominated_rows else None
+            if counting is None:
+                return self._first_pass
+            counted = counting.counting_plugins
+            table = self._table.with_pods_counted(self._nominated_rows)
+            columns: list[tuple[FilterPlugin, BoolColumn | None]] = []
+            for pl, own in self._columns:
+                column = own
+                if pl.name in counted:
+                    batch = cast(BatchFilterPlugin, pl) if fwk.batch_filter[pl.name] else None
+                    column = None if batch is None else batch.filter_batch(state, pod, table)
+                columns.append((pl, column))
+            self._first_pass = _FirstPass(columns, table)
+        return self._first_pass
 
     def _rejections_with_nominated(self, rows: npt.NDArray[np.intp]) -> list[Status | None]:
-        """The two-pass check of rows with nominated pods: the first pass over all of them at
-        once where `_counted` applies, its rejections worded by `_first_rejections`. A row
-        that passes the first pass passes the second too (fewer pods, smaller requests), so
-        its answer is None."""
+        """The two-pass check of rows with nominated pods: from the first pass over all of
+        them where it applies, its rejections worded by `_first_rejections`. A row that
+        passes the first pass passes the second too (fewer pods, smaller requests), so its
+        answer is None."""
         nominated = self._nominated_rows
         fwk, state, pod, infos = self._fwk, self._state, self._pod, self._table.infos
 
@@ -163,11 +146,10 @@ class FilterPass:
                 state, pod, infos[row], nominated[row]
             )
 
-        counted = self._counted(rows) if len(rows) else None
-        if counted is None:
+        first = self._counted_first_pass() if len(rows) else _FirstPass()
+        if first.table is None:
             return [two_pass(row) for row in rows.tolist()]
-        columns, table = counted
-        return self._first_rejections(rows, columns, table, two_pass)
+        return self._first_rejections(rows, first.columns, first.table, two_pass)
 
     def _rows_with_nominated_pods(self) -> dict[int, list[Pod]]:
         nominator = self._fwk._nominator
@@ -244,3 +226,27 @@ class FilterPass:
                 else by_node_status(row)
             )
         return result
+
+
+class _FirstPass:
+    """The nominated-pods first pass of one FilterPass (`_counted_first_pass`): the columns
+    and the table they were computed on (None: not in counting form), and their AND
+    (None when some plugin has no column, so a row's verdict needs a per-node call)."""
+
+    __slots__ = ("columns", "passes", "table")
+
+    def __init__(
+        self,
+        columns: list[tuple[FilterPlugin, BoolColumn | None]] | None = None,
+        table: NodeTable | None = None,
+    ) -> None:
+        self.columns = columns
+        self.table = table
+        self.passes: BoolColumn | None = None
+        if columns is None or table is None:
+            return
+        present = [column for _, column in columns if column is not None]
+        if len(present) == len(columns):
+            self.passes = np.ones(table.n, np.bool_)
+            for column in present:
+                self.passes &= column
