@@ -100,6 +100,7 @@ class ClusterEvent:
     """Used in logs and in the `event` label of scheduler_queue_incoming_pods_total."""
     _wildcard: bool = field(init=False, compare=False, repr=False)
     _action: int = field(init=False, compare=False, repr=False)
+    _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         label = self.custom_label or f"{self.resource.value}{self.action_type.label()}"
@@ -110,6 +111,14 @@ class ClusterEvent:
             self.resource == EventResource.WILDCARD and self.action_type == ActionType.ALL,
         )
         object.__setattr__(self, "_action", int(self.action_type))
+        object.__setattr__(
+            self, "_hash", hash((self.resource.value, self._action, self.custom_label))
+        )
+
+    def __hash__(self) -> int:
+        # Computed once: the generated hash goes through the enums' Python-level __hash__,
+        # and the queue looks events up in dicts for every move.
+        return self._hash
 
     def is_wildcard(self) -> bool:
         return self._wildcard

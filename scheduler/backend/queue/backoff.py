@@ -76,9 +76,12 @@ class BackoffQueue:
             pinfo.backoff_expiration = self.align(pinfo.timestamp + self.backoff_duration(count))
         return pinfo.backoff_expiration
 
-    def is_backing_off(self, pinfo: QueuedPodInfo) -> bool:
-        """True until the pod's backoff ends; a pod expiring in the current window still waits."""
-        return self.backoff_time(pinfo) >= self.align(self._clock.now())
+    def is_backing_off(self, pinfo: QueuedPodInfo, window: float | None = None) -> bool:
+        """True until the pod's backoff ends; a pod expiring in the current window still waits.
+        `window`: the current window when the caller already knows it (align(now))."""
+        if window is None:
+            window = self.align(self._clock.now())
+        return self.backoff_time(pinfo) >= window
 
     # --- queue operations -------------------------------------------------------------------
 

@@ -96,7 +96,12 @@ class QueueingHints:
     def has_profile(self, profile: str) -> bool:
         return profile in self._hints
 
-    def _matching(self, profile: str, event: ClusterEvent) -> list[PluginHint]:
+    def registered(self, profile: str) -> frozenset[str]:
+        """The profile's plugins that registered any event."""
+        return self._registered[profile]
+
+    def matching(self, profile: str, event: ClusterEvent) -> list[PluginHint]:
+        """The profile's (plugin, hint) pairs whose registered event covers `event`."""
         key = (profile, event)
         hints = self._match_cache.get(key)
         if hints is None:
@@ -108,42 +113,13 @@ class QueueingHints:
         self, pinfo: QueuedPodInfo, event: ClusterEvent, old_obj: Any, new_obj: Any
     ) -> Strategy:
         """isPodWorthRequeuing: consult the hints of the plugins that rejected the pod."""
-        unschedulable = pinfo.unschedulable_plugins
-        pending = pinfo.pending_plugins
-        if not unschedulable and not pending:
-            return Strategy.AFTER_BACKOFF
-        pod = pinfo.pod
-        if event.is_wildcard():
-            # A wildcard event about one specific pod concerns only that pod.
-            if new_obj is not None and not (isinstance(new_obj, Pod) and new_obj.uid == pod.uid):
-                return Strategy.SKIP
-            return Strategy.AFTER_BACKOFF
-        profile = pod.scheduler_name
-        if profile not in self._hints:
-            log.error("no QueueingHint map for the pod's profile", pod=pod.key, profile=profile)
-            return Strategy.AFTER_BACKOFF
-        strategy = Strategy.SKIP
-        for plugin, fn in self._matching(profile, event):
-            if plugin not in unschedulable and plugin not in pending:
-                continue
-            if fn is not None and self._run_hint(plugin, fn, pod, event, old_obj, new_obj):
-                continue
-            if plugin in pending:
-                return Strategy.IMMEDIATELY
-            if not pending:
-                return Strategy.AFTER_BACKOFF
-            strategy = Strategy.AFTER_BACKOFF
-        # A rejector that registered no events at all is interested in every event, as
-        # kube-scheduler registers all events for plugins without EnqueueExtensions.
-        registered = self._registered[profile]
-        for plugin in (*unschedulable, *pending):
-            if plugin not in registered:
-                if plugin in pending:
-                    return Strategy.IMMEDIATELY
-                strategy = Strategy.AFTER_BACKOFF
-        return strategy
+        return EventCheck(self, event, old_obj, new_obj)(pinfo)
 
-    def _run_hint(
+    def for_event(self, event: ClusterEvent, old_obj: Any, new_obj: Any) -> EventCheck:
+        """worth_requeuing for one event, asked for many pods (a move of the pool)."""
+        return EventCheck(self, event, old_obj, new_obj)
+
+    def run_hint(
         self,
         plugin: str,
         fn: QueueingHintFn,
@@ -174,3 +150,73 @@ class QueueingHints:
             self._duration_children[key] = child
         self._writes.observe(child, time.perf_counter() - start)
         return skip
+
+
+class EventCheck:
+    """isPodWorthRequeuing for one cluster event: what depends on the event alone (wildcard,
+    the hints matching it per profile) is looked up once, not for each pod of the pool."""
+
+    __slots__ = ("_event", "_hints", "_new", "_old", "_per_profile", "_wildcard")
+
+    def __init__(self, hints: QueueingHints, event: ClusterEvent, old_obj: Any, new_obj: Any):
+        self._hints = hints
+        self._event = event
+        self._old = old_obj
+        self._new = new_obj
+        self._wildcard = event.is_wildcard()
+        # profile -> (its hints matching the event, the plugins that registered any event)
+        self._per_profile: dict[str, tuple[list[PluginHint], frozenset[str]] | None] = {}
+
+    def _profile(self, profile: str) -> tuple[list[PluginHint], frozenset[str]] | None:
+        hints = self._hints
+        if not hints.has_profile(profile):
+            entry = None
+        else:
+            entry = (hints.matching(profile, self._event), hints.registered(profile))
+        self._per_profile[profile] = entry
+        return entry
+
+    def __call__(self, pinfo: QueuedPodInfo) -> Strategy:
+        unschedulable = pinfo.unschedulable_plugins
+        pending = pinfo.pending_plugins
+        if not unschedulable and not pending:
+            return Strategy.AFTER_BACKOFF
+        pod = pinfo.pod
+        if self._wildcard:
+            # A wildcard event about one specific pod concerns only that pod.
+            new_obj = self._new
+            if new_obj is not None and not (isinstance(new_obj, Pod) and new_obj.uid == pod.uid):
+                return Strategy.SKIP
+            return Strategy.AFTER_BACKOFF
+        profile = pod.scheduler_name
+        try:
+            entry = self._per_profile[profile]
+        except KeyError:
+            entry = self._profile(profile)
+        if entry is None:
+            log.error("no QueueingHint map for the pod's profile", pod=pod.key, profile=profile)
+            return Strategy.AFTER_BACKOFF
+        matching, registered = entry
+        strategy = Strategy.SKIP
+        for plugin, fn in matching:
+            if plugin not in unschedulable and plugin not in pending:
+                continue
+            if fn is not None and self._hints.run_hint(
+                plugin, fn, pod, self._event, self._old, self._new
+            ):
+                continue
+            if plugin in pending:
+                return Strategy.IMMEDIATELY
+            if not pending:
+                return Strategy.AFTER_BACKOFF
+            strategy = Strategy.AFTER_BACKOFF
+        if unschedulable <= registered and pending <= registered:
+            return strategy
+        # A rejector that registered no events at all is interested in every event, as
+        # kube-scheduler registers all events for plugins without EnqueueExtensions.
+        for plugin in (*unschedulable, *pending):
+            if plugin not in registered:
+                if plugin in pending:
+                    return Strategy.IMMEDIATELY
+                strategy = Strategy.AFTER_BACKOFF
+        return strategy

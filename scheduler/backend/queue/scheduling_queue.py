@@ -524,20 +524,24 @@ class SchedulingQueue:
         label = event.label
         # Whether the event concerns pods gated by a plugin: the same for every pod it gates.
         gate_opens: dict[str, bool] = {}
+        worth_requeuing = self._hints.for_event(event, old_obj, new_obj)
+        # One backoff window for the whole move: a pod's backoff is judged at the event.
+        window = self._backoff.align(self._clock.now())
         activated = False
         for pinfo in pods:
-            if pinfo.gated and not wildcard:
-                opens = gate_opens.get(pinfo.gating_plugin)
+            gating = pinfo.gating_plugin
+            if gating and not wildcard:
+                opens = gate_opens.get(gating)
                 if opens is None:
                     opens = any(reg.matches(event) for reg in pinfo.gating_plugin_events)
-                    gate_opens[pinfo.gating_plugin] = opens
+                    gate_opens[gating] = opens
                 if not opens:
                     continue
-            strategy = self._hints.worth_requeuing(pinfo, event, old_obj, new_obj)
-            if strategy == Strategy.SKIP:
+            strategy = worth_requeuing(pinfo)
+            if strategy is Strategy.SKIP:
                 continue
             self._unschedulable.delete(pinfo.pod.uid)
-            queue = self._requeue(pinfo, strategy, label)
+            queue = self._requeue(pinfo, strategy, label, window)
             if queue == ACTIVE or (queue == BACKOFF and self._pop_from_backoff_q):
                 activated = True
         return activated
@@ -599,8 +603,11 @@ class SchedulingQueue:
 
     # --- moves between queues ----------------------------------------------------------------
 
-    def _requeue(self, pinfo: QueuedPodInfo, strategy: Strategy, event: str) -> str:
-        """requeuePodWithQueueingStrategy: the queue the pod ended up in."""
+    def _requeue(
+        self, pinfo: QueuedPodInfo, strategy: Strategy, event: str, window: float | None = None
+    ) -> str:
+        """requeuePodWithQueueingStrategy: the queue the pod ended up in. `window`: the
+        backoff window to judge the pod's backoff in (default: now's)."""
         # The queue the strategy names: a pod that lands there is not a new queued entity for
         # scheduler_queue_incoming_entities_total (kube-scheduler's recordIncomingEntitiesMetrics).
         if strategy == Strategy.SKIP:
@@ -608,7 +615,7 @@ class SchedulingQueue:
                 self._metrics.incoming(UNSCHEDULABLE, event, UNSCHEDULABLE)
             return UNSCHEDULABLE
         if strategy == Strategy.AFTER_BACKOFF:
-            if self._backoff.is_backing_off(pinfo):
+            if self._backoff.is_backing_off(pinfo, window):
                 moved = self._move_to_backoff(pinfo, event, BACKOFF)
                 return BACKOFF if moved else UNSCHEDULABLE
             moved = self._move_to_active(pinfo, event, from_backoff=False, strategy_queue=BACKOFF)

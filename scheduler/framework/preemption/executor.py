@@ -152,11 +152,15 @@ class Executor:
             )
 
     def is_pod_running_preemption(self, uid: str) -> bool:
-        """True until the last victim's deletion has at least started."""
-        with self._lock:
-            if uid not in self._preempting:
-                return False
-            last = self._last_victim.get(uid)
+        """True until the last victim's deletion has at least started.
+
+        Read without the lock: PreEnqueue asks this for every waiting preemptor on each victim
+        deletion, and a set membership and a dict lookup are each atomic under the GIL. The
+        two reads may straddle the job's end (in the set, then no last victim): that answers
+        True, as a locked read an instant earlier would, and the next event asks again."""
+        if uid not in self._preempting:
+            return False
+        last = self._last_victim.get(uid)
         if last is None:
             return True
         victim = self._handle.get_pod(f"{last.namespace}/{last.name}")
