@@ -329,6 +329,10 @@ class PodNominator(Protocol):
 
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
 
+    def nominated_pods_by_node(self) -> dict[str, list[Pod]]:
+        """nominated_pods_for_node of every node that has nominated pods."""
+        ...
+
     def nominated_node_for(self, uid: str) -> str | None: ...
 
 

@@ -163,6 +163,9 @@ class FakeNominator:
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return list(self.by_node.get(node_name, ()))
 
+    def nominated_pods_by_node(self) -> dict[str, list[Pod]]:
+        return {node: list(pods) for node, pods in self.by_node.items() if pods}
+
     def nominated_node_for(self, uid: str) -> str | None:
         for node, pods in self.by_node.items():
             if any(p.uid == uid for p in pods):

@@ -64,6 +64,23 @@ class Nominator:
             for pod, current in zip(pods, lookup(pods), strict=True)
         ]
 
+    def nominated_pods_by_node(self) -> dict[str, list[Pod]]:
+        """nominated_pods_for_node for every node with nominations, read at one instant: one
+        lock for the nominations and one lookup for all their pods (a Filter pass asks for
+        every node; per node that was two locks each)."""
+        with self._lock:
+            if not self._pods_on:
+                return {}
+            by_node = {node: list(pods) for node, pods in self._pods_on.items()}
+        lookup = self._lookup
+        if lookup is None:
+            return by_node
+        current = iter(lookup([pod for pods in by_node.values() for pod in pods]))
+        return {
+            node: [pod if (found := next(current)) is None else found for pod in pods]
+            for node, pods in by_node.items()
+        }
+
     def nominated_node_names(self) -> set[str]:
         with self._lock:
             return set(self._pods_on)

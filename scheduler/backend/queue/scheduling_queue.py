@@ -171,6 +171,9 @@ class SchedulingQueue:
     def nominated_node_names(self) -> set[str]:
         return self._nominator.nominated_node_names()
 
+    def nominated_pods_by_node(self) -> dict[str, list[Pod]]:
+        return self._nominator.nominated_pods_by_node()
+
     def _current_pods(self, pods: list[Pod]) -> list[Pod | None]:
         """The queue's version of each of `pods` (None where it holds none), under one lock."""
         with self._lock:

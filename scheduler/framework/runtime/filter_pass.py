@@ -152,19 +152,11 @@ class FilterPass:
         return self._first_rejections(rows, first.columns, first.table, two_pass)
 
     def _rows_with_nominated_pods(self) -> dict[int, list[Pod]]:
-        nominator = self._fwk._nominator
-        if nominator is None:
-            return {}
         index = self._table.index
-        nodes_fn = getattr(nominator, "nominated_node_names", None)
-        names = nodes_fn() if callable(nodes_fn) else list(index)
         rows: dict[int, list[Pod]] = {}
-        for name in names:
+        for name, pods in self._fwk.nominated_pods_to_add_by_node(self._pod).items():
             row = index.get(name)
-            if row is None:
-                continue
-            pods = self._fwk.nominated_pods_to_add(self._pod, name)
-            if pods:
+            if row is not None:
                 rows[row] = pods
         return rows
 

@@ -136,6 +136,19 @@ class FilterPoints(FrameworkBase):
             if p.priority >= pod.priority and p.uid != pod.uid
         ]
 
+    def nominated_pods_to_add_by_node(self, pod: Pod) -> dict[str, list[Pod]]:
+        """nominated_pods_to_add for every node that has some, from one read of the
+        nominations."""
+        if self._nominator is None:
+            return {}
+        priority, uid = pod.priority, pod.uid
+        by_node = {}
+        for node_name, nominated in self._nominator.nominated_pods_by_node().items():
+            pods = [p for p in nominated if p.priority >= priority and p.uid != uid]
+            if pods:
+                by_node[node_name] = pods
+        return by_node
+
     def counting_filter(self, state: CycleState, pod: Pod) -> CountingFilter | None:
         """This cycle's Filter in counting form when it applies (`CountingFilter`)."""
         return CountingFilter.for_cycle(

@@ -84,6 +84,25 @@ def test_queue_nominates_added_pods_and_returns_its_current_version() -> None:
     relabeled = replace_pod(pod, labels={"a": "b"}, resource_version="2")
     q.update(pod, relabeled)
     assert q.nominated_pods_for_node("n1") == [relabeled]
+    assert q.nominated_pods_by_node() == {"n1": [relabeled]}
+
+
+def test_pods_by_node_equal_each_nodes_pods_in_their_current_version() -> None:
+    q = make_queue(FakeClock())
+    pods = [make_pod(f"p{i}", nominated_node_name=f"n{i % 3}") for i in range(7)]
+    for pod in pods:
+        q.add(pod)
+    q.add_nominated_pod(make_pod("held"), "n5")  # nominated, not in the queue: kept as given
+    for _ in pods:
+        pop_and_fail(q, "Fit")
+    relabeled = replace_pod(pods[4], labels={"a": "b"}, resource_version="2")
+    q.update(pods[4], relabeled)
+    by_node = q.nominated_pods_by_node()
+    assert set(by_node) == q.nominated_node_names() == {"n0", "n1", "n2", "n5"}
+    for node, nominated in by_node.items():
+        assert nominated == q.nominated_pods_for_node(node)
+    assert relabeled in by_node["n1"]
+    assert Nominator().nominated_pods_by_node() == {}
 
 
 def test_queue_add_nominated_pod_accepts_post_filter_nominating_info() -> None:
