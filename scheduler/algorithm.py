@@ -230,14 +230,20 @@ class SchedulingAlgorithm:
     def _diagnose_all(
         self, filter_pass: FilterPass, diagnosis: Diagnosis, order: npt.NDArray[np.intp]
     ) -> None:
-        """The pod fits nowhere: record each node's exact rejection, in round-robin order."""
-        infos = self.snapshot.node_info_list
+        """The pod fits nowhere: record each node's exact rejection, in round-robin order.
+        Rows often share one Status object (a plugin's column wording), so each distinct
+        object adds its plugin once."""
+        names = self.snapshot.table.names
+        set_status = diagnosis.node_to_status.set
+        distinct: dict[int, Status] = {}
         for row, s in zip(order.tolist(), filter_pass.rejections(order), strict=True):
             if s is None:
                 continue  # can only happen if the cluster changed under us; ignore
             if s.code == Code.ERROR:
                 raise SchedulingError(s)
-            diagnosis.node_to_status.set(infos[row].name, s)
+            set_status(names[row], s)
+            distinct[id(s)] = s
+        for s in distinct.values():
             _add_plugin_status(diagnosis, s)
 
     def _filter_node_list(
