@@ -115,6 +115,7 @@ class CountingCheck(Protocol):
         requested: Resource,
         pods: int,
         nominated: list[Pod] | None = None,
+        counts_only: bool = False,
     ) -> Status | None: ...
 
 

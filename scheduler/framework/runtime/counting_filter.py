@@ -41,28 +41,33 @@ from scheduler.framework.types import NodeInfo
 _STATE_KEY = "kube-pysched/CountingFilter"
 
 
-NominatedPods = Callable[[Pod, str], list[Pod]]
+#: The pods nominated to each node (that have any) that count against a pod there.
+NominatedByNode = Callable[[Pod], dict[str, list[Pod]]]
 
 
 class CountingFilter:
     """The cycle's Filter plugins, in order, as (plugin, its counting form or None), and the
     framework's rule for which nominated pods count against the pod on a node."""
 
-    __slots__ = ("_nominated", "_steps")
+    __slots__ = ("_by_node", "_counting_steps", "_nominated", "_steps")
 
     def __init__(
         self,
         steps: list[tuple[FilterPlugin, PodCountingFilter | None]],
-        nominated: NominatedPods,
+        nominated: NominatedByNode,
     ) -> None:
         self._steps = steps
+        self._counting_steps = [(pl, c) for pl, c in steps if c is not None]
         self._nominated = nominated
+        #: (pod uid, its nominated pods by node), read once: preemption asks for every
+        #: candidate node.
+        self._by_node: tuple[str, dict[str, list[Pod]]] | None = None
 
     @staticmethod
     def for_cycle(
         filter_plugins: Iterable[FilterPlugin],
         extensions: Iterable[tuple[PreFilterPlugin, PreFilterExtensions]],
-        nominated: NominatedPods,
+        nominated: NominatedByNode,
         state: CycleState,
         pod: Pod,
     ) -> CountingFilter | None:
@@ -82,8 +87,13 @@ class CountingFilter:
         return frozenset(pl.name for pl, counting in self._steps if counting is not None)
 
     def nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]:
-        """The pods nominated to the node that count against `pod` there."""
-        return self._nominated(pod, node_name)
+        """The pods nominated to the node that count against `pod` there, as the
+        nominations stood at this cycle's first question."""
+        cached = self._by_node
+        if cached is None or cached[0] != pod.uid:
+            cached = (pod.uid, self._nominated(pod))
+            self._by_node = cached
+        return cached[1].get(node_name, [])
 
     def status(
         self,
@@ -92,10 +102,13 @@ class CountingFilter:
         node_info: NodeInfo,
         requested: Resource,
         pods: int,
+        counts_only: bool = False,
     ) -> Status | None:
         """What running the Filter plugins returns on `node_info` with its pods replaced by
-        `pods` pods requesting `requested` in total."""
-        for pl, counting in self._steps:
+        `pods` pods requesting `requested` in total. `counts_only`: the plugins that read
+        only the Node are known to pass (they did on this node in this cycle), so only the
+        counting plugins run."""
+        for pl, counting in self._counting_steps if counts_only else self._steps:
             if counting is None:
                 status = call_filter(pl, state, pod, node_info)
             else:
@@ -114,25 +127,29 @@ class CountingFilter:
         requested: Resource,
         pods: int,
         nominated: list[Pod] | None = None,
+        counts_only: bool = False,
     ) -> Status | None:
         """run_filter_plugins_with_nominated_pods on that node: with the pods nominated to it
-        (`nominated`, else the framework's list) added, then without."""
+        (`nominated`, else the framework's list) added, then without. `counts_only`: as for
+        `status`."""
         if nominated is None:
-            nominated = self._nominated(pod, node_info.name)
+            nominated = self.nominated_pods(pod, node_info.name)
         if nominated:
             with_requested = requested.clone()
             for other in nominated:
                 with_requested.add(other.requests)
-            status = self.status(state, pod, node_info, with_requested, pods + len(nominated))
+            status = self.status(
+                state, pod, node_info, with_requested, pods + len(nominated), counts_only
+            )
             if status is not None:
                 return status
-        return self.status(state, pod, node_info, requested, pods)
+        return self.status(state, pod, node_info, requested, pods, counts_only)
 
 
 def _build(
     filter_plugins: Iterable[FilterPlugin],
     extensions: Iterable[tuple[PreFilterPlugin, PreFilterExtensions]],
-    nominated: NominatedPods,
+    nominated: NominatedByNode,
     state: CycleState,
 ) -> CountingFilter | None:
     if state.record_plugin_metrics:

@@ -154,7 +154,7 @@ class FilterPoints(FrameworkBase):
         return CountingFilter.for_cycle(
             self.filter_plugins,
             self._pre_filter_extensions,
-            self.nominated_pods_to_add,
+            self.nominated_pods_to_add_by_node,
             state,
             pod,
         )

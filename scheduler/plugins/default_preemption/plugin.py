@@ -253,12 +253,18 @@ def _select_by_counting(
         requested.add(victim.requests, -1)
         count -= 1
 
+    # The node-only plugins passed just above: each reprieve asks only the counting ones.
     victims, num_violating = _reprieve_walk(
         potential,
         pdbs,
         add,
         remove,
-        lambda: counting.with_nominated(state, pod, node_info, requested, count, nominated) is None,
+        lambda: (
+            counting.with_nominated(
+                state, pod, node_info, requested, count, nominated, counts_only=True
+            )
+            is None
+        ),
     )
     return victims, num_violating, None
 
