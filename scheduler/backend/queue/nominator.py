@@ -56,13 +56,7 @@ class Nominator:
             return []
         with self._lock:
             pods = list(self._pods_on.get(node_name, ()))
-        lookup = self._lookup
-        if lookup is None or not pods:
-            return pods
-        return [
-            pod if current is None else current
-            for pod, current in zip(pods, lookup(pods), strict=True)
-        ]
+        return self._current_versions(pods)
 
     def nominated_pods_by_node(self) -> dict[str, list[Pod]]:
         """nominated_pods_for_node for every node with nominations, read at one instant: one
@@ -72,14 +66,18 @@ class Nominator:
             if not self._pods_on:
                 return {}
             by_node = {node: list(pods) for node, pods in self._pods_on.items()}
+        current = iter(self._current_versions([pod for pods in by_node.values() for pod in pods]))
+        return {node: [next(current) for _ in pods] for node, pods in by_node.items()}
+
+    def _current_versions(self, pods: list[Pod]) -> list[Pod]:
+        """Each pod as the queue holds it now (as given where it holds none)."""
         lookup = self._lookup
-        if lookup is None:
-            return by_node
-        current = iter(lookup([pod for pods in by_node.values() for pod in pods]))
-        return {
-            node: [pod if (found := next(current)) is None else found for pod in pods]
-            for node, pods in by_node.items()
-        }
+        if lookup is None or not pods:
+            return pods
+        return [
+            pod if current is None else current
+            for pod, current in zip(pods, lookup(pods), strict=True)
+        ]
 
     def nominated_node_names(self) -> set[str]:
         with self._lock:

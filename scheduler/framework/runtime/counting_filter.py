@@ -84,7 +84,7 @@ class CountingFilter:
     @property
     def counting_plugins(self) -> frozenset[str]:
         """The plugins answered in counting form (the others read only the Node)."""
-        return frozenset(pl.name for pl, counting in self._steps if counting is not None)
+        return frozenset(pl.name for pl, _ in self._counting_steps)
 
     def nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]:
         """The pods nominated to the node that count against `pod` there, as the

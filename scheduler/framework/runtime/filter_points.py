@@ -130,21 +130,16 @@ class FilterPoints(FrameworkBase):
         """Nominated pods on the node with priority >= pod's (other than pod itself)."""
         if self._nominator is None:
             return []
-        return [
-            p
-            for p in self._nominator.nominated_pods_for_node(node_name)
-            if p.priority >= pod.priority and p.uid != pod.uid
-        ]
+        return _counting_against(pod, self._nominator.nominated_pods_for_node(node_name))
 
     def nominated_pods_to_add_by_node(self, pod: Pod) -> dict[str, list[Pod]]:
         """nominated_pods_to_add for every node that has some, from one read of the
         nominations."""
         if self._nominator is None:
             return {}
-        priority, uid = pod.priority, pod.uid
         by_node = {}
         for node_name, nominated in self._nominator.nominated_pods_by_node().items():
-            pods = [p for p in nominated if p.priority >= priority and p.uid != uid]
+            pods = _counting_against(pod, nominated)
             if pods:
                 by_node[node_name] = pods
         return by_node
@@ -223,3 +218,9 @@ class FilterPoints(FrameworkBase):
             reasons.extend(s.reasons)
             rejector = rejector or pl.name
         return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+
+
+def _counting_against(pod: Pod, nominated: list[Pod]) -> list[Pod]:
+    """The nominated pods that count against `pod` on their node: priority >= its own,
+    other than itself."""
+    return [p for p in nominated if p.priority >= pod.priority and p.uid != pod.uid]
