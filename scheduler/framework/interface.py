@@ -101,11 +101,30 @@ class PodCountingFilter(Protocol):
     ) -> Status | None: ...
 
 
+@runtime_checkable
+class RequestFitFilter(PodCountingFilter, Protocol):
+    """A counting filter whose verdict is a room check: the pod passes on a node exactly when
+    the node has room for one more pod (pods + 1 <= allocatable pods) and, for every resource
+    `fit_request` names with a positive amount, requested + that amount <= allocatable. Lets
+    preemption's dry run decide many nodes at once with column arithmetic."""
+
+    def fit_request(self, state: CycleState, pod: Pod) -> Resource: ...
+
+
 class CountingCheck(Protocol):
     """A cycle's Filter as a function of a node's pod count and requests
     (framework/runtime/counting_filter.py)."""
 
     def nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]: ...
+
+    def fit_requests(self, state: CycleState, pod: Pod) -> list[Resource] | None:
+        """Each counting plugin's `RequestFitFilter.fit_request`, or None when one of them
+        has no room rule."""
+        ...
+
+    def node_only_status(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """The first rejection among the plugins that read only the Node, in order."""
+        ...
 
     def with_nominated(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -89,6 +90,7 @@ class NodeInfo:
         "affinity_terms",
         "allocatable",
         "generation",
+        "name",
         "node",
         "non_zero_requested",
         "pod_groups",
@@ -100,6 +102,9 @@ class NodeInfo:
 
     def __init__(self, node: Node | None = None) -> None:
         self.node: Node | None = node
+        #: The node's name ("" without one); an attribute, not a property: read per node
+        #: per cycle in every loop over nodes.
+        self.name = node.name if node is not None else ""
         self.pods: list[Pod] = []
         self.requested = Resource()
         self.non_zero_requested = Resource()
@@ -114,17 +119,15 @@ class NodeInfo:
         self.affinity_terms: dict[tuple[str, object], int] = {}
         self.generation = next_generation()
 
-    @property
-    def name(self) -> str:
-        return self.node.name if self.node is not None else ""
-
     def set_node(self, node: Node) -> None:
         self.node = node
+        self.name = node.name
         self.allocatable = node.allocatable
         self.generation = next_generation()
 
     def remove_node(self) -> None:
         self.node = None
+        self.name = ""
         self.generation = next_generation()
 
     def add_pod(self, pod: Pod) -> None:
@@ -166,6 +169,7 @@ class NodeInfo:
         """A copy that later mutations of self do not affect (pods are shared, immutable)."""
         copy = NodeInfo.__new__(NodeInfo)
         copy.node = self.node
+        copy.name = self.name
         copy.pods = list(self.pods)
         copy.requested = self.requested.clone()
         copy.non_zero_requested = self.non_zero_requested.clone()
@@ -289,6 +293,19 @@ class NodeToStatus:
     def items(self) -> Iterator[tuple[str, Status]]:
         return iter(self._map.items())
 
+    def status_counts(self) -> list[tuple[Status, int]]:
+        """Each distinct Status object listed, with how many nodes have it."""
+        statuses = self._map.values()
+        by_id = {id(s): s for s in statuses}
+        return [(by_id[key], n) for key, n in Counter(map(id, statuses)).items()]
+
+    def nodes_with_code(self, infos: list[NodeInfo], code: Code) -> list[NodeInfo]:
+        """The nodes of `infos`, in order, whose status has `code`."""
+        if self.absent_status.code == code:
+            return [info for info in infos if self.get(info.name).code == code]
+        get = self._map.get
+        return [info for info in infos if (s := get(info.name)) is not None and s.code == code]
+
 
 @dataclass(slots=True)
 class Diagnosis:
@@ -321,9 +338,11 @@ class FitError(Exception):
             text += f" {diag.pre_filter_msg}."
         else:
             counts: dict[str, int] = {}
-            for _, status in diag.node_to_status.items():
+            # Nodes share Status objects (a plugin's column wording): count each object's
+            # nodes, then its reasons once.
+            for status, nodes in diag.node_to_status.status_counts():
                 for reason in status.reasons:
-                    counts[reason] = counts.get(reason, 0) + 1
+                    counts[reason] = counts.get(reason, 0) + nodes
             absent = self.num_all_nodes - len(diag.node_to_status)
             if absent > 0:
                 for reason in diag.node_to_status.absent_status.reasons:

@@ -1,6 +1,6 @@
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import Diagnosis, FitError
-from scheduler.testing import make_pod
+from scheduler.framework.types import Diagnosis, FitError, NodeInfo, NodeToStatus
+from scheduler.testing import make_node, make_pod
 
 
 def test_message_counts_reasons_sorted_as_strings_like_kube_scheduler() -> None:
@@ -43,3 +43,15 @@ def test_absent_nodes_count_with_the_absent_status() -> None:
         "0/12 nodes are available: 1 Too many pods, "
         "11 node(s) didn't satisfy plugin(s) [NodeAffinity]."
     )
+
+
+def test_nodes_with_a_code_follow_the_node_order_and_count_absent_nodes() -> None:
+    """The dry run's candidate nodes: listed statuses by code, and unlisted nodes when the
+    absent status has that code (PreFilter narrowed the set)."""
+    infos = [NodeInfo(make_node(name)) for name in ("a", "b", "c")]
+    statuses = NodeToStatus()
+    statuses.set("c", Status(Code.UNSCHEDULABLE, "Insufficient cpu"))
+    statuses.set("a", Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "taint"))
+    assert [i.name for i in statuses.nodes_with_code(infos, Code.UNSCHEDULABLE)] == ["c"]
+    statuses.absent_status = Status(Code.UNSCHEDULABLE)
+    assert [i.name for i in statuses.nodes_with_code(infos, Code.UNSCHEDULABLE)] == ["b", "c"]

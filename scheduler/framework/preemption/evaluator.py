@@ -36,6 +36,8 @@ from scheduler.framework.types import (
 log = structlog.get_logger(__name__)
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+#: The fewest nodes a dry run hands the policy at once once most candidates are found.
+_MIN_CHUNK = 16
 
 
 class PreemptionPolicy(Protocol):
@@ -59,6 +61,17 @@ class PreemptionPolicy(Protocol):
         `state` and `node_info` are the cycle's own: copy them before changing anything. (Copying
         only for nodes that hold potential victims is what keeps a dry run over thousands of
         nodes cheap: most nodes of a pod that fits nowhere have none.)"""
+        ...
+
+    def select_victims_on_nodes(
+        self,
+        state: CycleState,
+        pod: Pod,
+        nodes: list[NodeInfo],
+        pdbs: list[PodDisruptionBudget],
+    ) -> list[tuple[list[Pod], int, Status | None]]:
+        """`select_victims_on_node` for each of `nodes`, in order (a policy may decide them
+        together)."""
         ...
 
 
@@ -162,9 +175,7 @@ class Evaluator:
         node_to_status: NodeToStatus,
         all_nodes: list[NodeInfo],
     ) -> DryRunResult:
-        potential = [
-            info for info in all_nodes if node_to_status.get(info.name).code == Code.UNSCHEDULABLE
-        ]
+        potential = node_to_status.nodes_with_code(all_nodes, Code.UNSCHEDULABLE)
         if not potential:
             log.debug("preemption will not help schedule pod on any node", pod=pod.key)
             return DryRunResult([], NodeToStatus(), [])
@@ -188,23 +199,30 @@ class Evaluator:
         statuses = NodeToStatus()
         errors: list[Status] = []
         count = len(potential)
-        for i in range(count):
-            info = potential[(offset + i) % count]
-            victims, violations, status = self._policy.select_victims_on_node(
-                state, pod, info, pdbs
-            )
-            if status is None and victims:
-                bucket = violating if violations else non_violating
-                if len(bucket) < wanted:
-                    bucket.append(Candidate(info.name, tuple(victims), violations))
-                if non_violating and len(non_violating) + len(violating) >= wanted:
-                    break
-                continue
-            if status is None:
-                status = Status(
-                    Code.ERROR, f'expected at least one victim pod on node "{info.name}"'
-                )
-            if status.code == Code.ERROR:
-                errors.append(status)
-            statuses.set(info.name, status)
+        offset = offset % count if count else 0
+        rotated = potential[offset:] + potential[:offset]
+        start = 0
+        while start < count:
+            # The policy decides a chunk of nodes at once; the nodes past the stop are dropped
+            # unread, so the outcome is the node-by-node walk's.
+            size = max(wanted - len(non_violating) - len(violating), _MIN_CHUNK)
+            chunk = rotated[start : start + size]
+            start += size
+            results = self._policy.select_victims_on_nodes(state, pod, chunk, pdbs)
+            for info, (victims, violations, rejected) in zip(chunk, results, strict=True):
+                status = rejected
+                if status is None and victims:
+                    bucket = violating if violations else non_violating
+                    if len(bucket) < wanted:
+                        bucket.append(Candidate(info.name, tuple(victims), violations))
+                    if non_violating and len(non_violating) + len(violating) >= wanted:
+                        return DryRunResult(non_violating + violating, statuses, errors)
+                    continue
+                if status is None:
+                    status = Status(
+                        Code.ERROR, f'expected at least one victim pod on node "{info.name}"'
+                    )
+                if status.code == Code.ERROR:
+                    errors.append(status)
+                statuses.set(info.name, status)
         return DryRunResult(non_violating + violating, statuses, errors)

@@ -61,6 +61,8 @@ def split_by_pdb_violation(
     budget's disruptedPods does not spend it again. A pod whose eviction would take any
     matching budget below zero is violating.
     """
+    if not pdbs:
+        return [], list(pods)
     allowed = [pdb.disruptions_allowed for pdb in pdbs]
     violating: list[Pod] = []
     non_violating: list[Pod] = []

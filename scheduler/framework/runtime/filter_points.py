@@ -152,7 +152,11 @@ class FilterPoints(FrameworkBase):
             self.nominated_pods_to_add_by_node,
             state,
             pod,
+            self._observe_filter,
         )
+
+    def _observe_filter(self, plugin: str, status: Status | None, start: float) -> None:
+        self._observe_plugin(FILTER, plugin, status, start)
 
     def run_filter_plugins_with_nominated_pods(
         self,

@@ -41,6 +41,7 @@ from scheduler.framework.preemption.victims import (
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeToStatus, PostFilterResult
 from scheduler.plugins.default_preemption.args import PreemptionArgs
+from scheduler.plugins.default_preemption.columns import select_by_columns
 
 NAME = "DefaultPreemption"
 ASYNC_GATE = "SchedulerAsyncPreemption"
@@ -157,6 +158,36 @@ class DefaultPreemption:
         if not units:
             return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_VICTIMS)
         return self._select_units_on_node(state, pod, node_info, pdbs, units)
+
+    def select_victims_on_nodes(
+        self,
+        state: CycleState,
+        pod: Pod,
+        nodes: list[NodeInfo],
+        pdbs: list[PodDisruptionBudget],
+    ) -> list[tuple[list[Pod], int, Status | None]]:
+        """`select_victims_on_node` for each of `nodes`, in order. Where the cycle's Filter is
+        a room check (columns.py), the nodes with potential victims are decided together with
+        column operations; the rest, and nodes where the pod fits nowhere even with them
+        gone, node by node."""
+        counting = self._handle.counting_filter(state, pod)
+        rules = counting.fit_requests(state, pod) if counting is not None else None
+        if counting is None or rules is None or state.record_plugin_metrics:
+            # A sampled cycle observes every plugin call: node by node.
+            return [self.select_victims_on_node(state, pod, info, pdbs) for info in nodes]
+        gangs = self._handle.watched_gangs()
+        columnar: list[tuple[int, NodeInfo, list[Pod]]] = []
+        for index, info in enumerate(nodes):
+            if gangs is not None and any(gang_ref(p) is not None for p in info.pods):
+                continue
+            potential = [p for p in info.pods if p.priority < pod.priority]
+            if potential:
+                columnar.append((index, info, potential))
+        found = select_by_columns(counting, rules, state, pod, columnar, pdbs)
+        return [
+            found[index] if index in found else self.select_victims_on_node(state, pod, info, pdbs)
+            for index, info in enumerate(nodes)
+        ]
 
     def _select_units_on_node(
         self,

@@ -286,6 +286,22 @@ class NodeResourcesFit:
         code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
         return Status(code, *reasons)
 
+    def fit_request(self, state: CycleState, pod: Pod) -> Resource:
+        """The amounts `filter_counts` checks (a RequestFitFilter): the positive requests, less
+        the extended resources the args ignore."""
+        request = self._pod_request(state, pod)
+        checked = {
+            name: quantity
+            for name, quantity in request.scalar.items()
+            if quantity > 0 and not is_ignored(name, self._ignored, self._groups)
+        }
+        return Resource(
+            max(request.milli_cpu, 0),
+            max(request.memory, 0),
+            max(request.ephemeral_storage, 0),
+            scalar=checked,
+        )
+
     def filter_batch(self, state: CycleState, pod: Pod, table: NodeTable) -> BoolColumn | None:
         # The same checks as `_shortages`, kept apart: this runs every cycle over all rows and
         # needs neither the reasons nor the "short even when empty" columns (deriving it from

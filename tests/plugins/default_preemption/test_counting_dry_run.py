@@ -5,16 +5,19 @@ only used where it applies."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
+from scheduler import metrics
 from scheduler.api.objects import Pod
 from scheduler.config.load import load_config
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import FilterPass
+from scheduler.framework.runtime.counting_filter import CountingFilter
 from scheduler.framework.status import Status
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import make_node, make_pdb, make_pod
@@ -22,18 +25,29 @@ from tests.core_harness import Harness
 from tests.plugins.default_preemption.preemption_world import plugin
 
 TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+GPU = "example.com/gpu"
+
+
+def _harness() -> Harness:
+    registry = in_tree_registry()
+    spec = load_config(None, set(registry)).profiles[0].to_spec()
+    return Harness(spec, plugins=registry, features=FeatureGates())
 
 
 @pytest.fixture
 def h() -> Iterator[Harness]:
-    registry = in_tree_registry()
-    spec = load_config(None, set(registry)).profiles[0].to_spec()
-    harness = Harness(spec, plugins=registry, features=FeatureGates())
+    harness = _harness()
     yield harness
     harness.close()
 
 
-def _random_cluster(h: Harness, rng: random.Random, profile: str) -> None:
+def _gpus(rng: random.Random, extended: bool, choices: list[int]) -> dict[str, str] | None:
+    """An extended resource amount, drawn only for the clusters that have one (so the other
+    seeds' clusters stay as they were)."""
+    return {GPU: str(rng.choice(choices))} if extended else None
+
+
+def _random_cluster(h: Harness, rng: random.Random, profile: str, extended: bool = False) -> None:
     for i in range(30):
         name = f"n{i}"
         h.add_node(
@@ -45,6 +59,7 @@ def _random_cluster(h: Harness, rng: random.Random, profile: str) -> None:
                 taints=[TAINT] if rng.random() < 0.1 else None,
                 unschedulable=rng.random() < 0.05,
                 labels={"zone": rng.choice(["a", "b"])},
+                extended=_gpus(rng, extended, [0, 1, 2, 4]),
             )
         )
         for j in range(rng.randint(0, 5)):
@@ -53,6 +68,7 @@ def _random_cluster(h: Harness, rng: random.Random, profile: str) -> None:
                 node_name=name,
                 cpu=f"{rng.choice([100, 500, 900, 1500])}m",
                 memory=f"{rng.choice([100, 500, 2000])}Mi",
+                requests=_gpus(rng, extended, [0, 1, 2]),
                 priority=rng.choice([0, 0, 5, 10, 50, 100]),
                 labels={"app": rng.choice(["a", "b"])},
                 start_time=f"2026-01-01T00:00:{rng.randint(0, 59):02d}Z",
@@ -71,16 +87,18 @@ def _random_cluster(h: Harness, rng: random.Random, profile: str) -> None:
     h.pdbs.append(make_pdb("pdb", match_labels={"app": "a"}, disruptions_allowed=rng.randint(0, 3)))
 
 
-def _random_cluster_and_preemptor(h: Harness, seed: int) -> Pod:
-    """A random cluster in the harness's snapshot and a preemptor for it, both from `seed`."""
+def _random_cluster_and_preemptor(h: Harness, seed: int, extended: bool = False) -> Pod:
+    """A random cluster in the harness's snapshot and a preemptor for it, both from `seed`
+    (`extended`: nodes and pods with an extended resource too)."""
     rng = random.Random(seed)
     profile = h.fwk.profile_name
-    _random_cluster(h, rng, profile)
+    _random_cluster(h, rng, profile, extended)
     h.cache.update_snapshot(h.snapshot)
     return make_pod(
         "preemptor",
         cpu=f"{rng.choice([500, 1500, 3000, 6000])}m",
         memory=f"{rng.choice([100, 1000, 6000])}Mi",
+        requests=_gpus(rng, extended, [0, 1, 3]),
         priority=rng.choice([10, 50, 100]),
         scheduler_name=profile,
     )
@@ -116,7 +134,7 @@ def test_counting_dry_run_picks_the_same_victims_as_the_general_path(h: Harness,
     ]
 
     general = _prefiltered(h, preemptor)
-    general.record_plugin_metrics = True  # a sampled cycle: the general path
+    CountingFilter.decline(general, preemptor)
     assert h.fwk.counting_filter(general, preemptor) is None
     expected = [
         _summary(pl.select_victims_on_node(general, preemptor, info, h.pdbs))
@@ -130,6 +148,72 @@ def test_counting_dry_run_picks_the_same_victims_as_the_general_path(h: Harness,
     assert [s and (s.code, s.message(), s.plugin) for s in two_pass_counted] == [
         s and (s.code, s.message(), s.plugin) for s in two_pass_expected
     ]
+
+
+@pytest.mark.parametrize("extended", [False, True])
+def test_the_column_dry_run_picks_what_the_general_path_picks_node_by_node(extended: bool) -> None:
+    """select_victims_on_nodes decides the nodes with potential victims together (columns.py)
+    and leaves the others to the node-by-node path; on 20 random clusters every node's victims,
+    PDB violations and Status are the general path's."""
+    nodes_with_victims = 0
+    for seed in range(20):
+        h = _harness()
+        try:
+            preemptor = _random_cluster_and_preemptor(h, seed, extended)
+            pl = plugin(h)
+            state = _prefiltered(h, preemptor)
+            counting = h.fwk.counting_filter(state, preemptor)
+            assert counting is not None and counting.fit_requests(state, preemptor) is not None
+            nodes = h.snapshot.list()
+            together = pl.select_victims_on_nodes(state, preemptor, nodes, h.pdbs)
+
+            general = _prefiltered(h, preemptor)
+            CountingFilter.decline(general, preemptor)
+            one_by_one = [
+                pl.select_victims_on_node(general, preemptor, info, h.pdbs) for info in nodes
+            ]
+            assert [_summary(r) for r in together] == [_summary(r) for r in one_by_one], seed
+            nodes_with_victims += sum(1 for victims, _, _ in one_by_one if victims)
+        finally:
+            h.close()
+    assert nodes_with_victims > 20  # victims were compared, not only Statuses
+
+
+def _filter_observations() -> Counter[tuple[str, str]]:
+    """How many Filter calls each plugin has observed so far, by (plugin, status label)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for family in metrics.plugin_execution_duration.collect():
+        for sample in family.samples:
+            labels = sample.labels
+            if sample.name.endswith("_count") and labels["extension_point"] == "Filter":
+                counts[labels["plugin"], labels["status"]] = int(sample.value)
+    return counts
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_sampled_cycle_observes_the_calls_the_general_path_makes(h: Harness, seed: int) -> None:
+    """A cycle that records plugin metrics keeps the counting form (not the general path's
+    copies) and observes one Filter call per plugin per question, as the general path does."""
+    preemptor = _random_cluster_and_preemptor(h, seed)
+    pl = plugin(h)
+    nodes = h.snapshot.list()
+
+    def observed(state: CycleState) -> tuple[Counter[tuple[str, str]], list[object]]:
+        state.record_plugin_metrics = True
+        before = _filter_observations()
+        results = [_summary(r) for r in pl.select_victims_on_nodes(state, preemptor, nodes, h.pdbs)]
+        after = _filter_observations()
+        after.subtract(before)
+        return +after, results
+
+    sampled = _prefiltered(h, preemptor)
+    assert h.fwk.counting_filter(sampled, preemptor) is not None
+    general = _prefiltered(h, preemptor)
+    CountingFilter.decline(general, preemptor)
+    counted, counted_results = observed(sampled)
+    expected, expected_results = observed(general)
+    assert counted_results == expected_results
+    assert counted == expected and sum(expected.values()) > 0
 
 
 def test_the_counting_form_applies_only_when_nothing_else_looks_at_pods(h: Harness) -> None:
@@ -178,7 +262,7 @@ def test_the_diagnosis_of_nodes_with_nominated_pods_equals_the_two_pass_node_by_
     diagnosed = filter_pass.rejections(np.arange(table.n))
 
     general = _prefiltered(h, preemptor)
-    general.record_plugin_metrics = True  # a sampled cycle: the general path
+    CountingFilter.decline(general, preemptor)
     expected = [
         h.fwk.run_filter_plugins_with_nominated_pods(general, preemptor, info)
         for info in table.infos

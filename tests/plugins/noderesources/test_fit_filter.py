@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+
+from scheduler.api.resources import Resource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.node_table import NodeTable
 from scheduler.framework.status import Code
@@ -133,3 +136,62 @@ def test_filter_without_prefilter_state_uses_the_pods_requests() -> None:
     pod = make_pod("p", cpu="3")
     status = plugin.filter(CycleState(), pod, node_info(make_node("n", cpu="2")))
     assert status is not None and status.reasons == ["Insufficient cpu"]
+
+
+def _fits_by_room(request: Resource, allocatable: Resource, used: Resource, pods: int) -> bool:
+    """The RequestFitFilter contract read literally: room for one more pod and for every
+    positive amount of the rule."""
+    if pods + 1 > allocatable.allowed_pod_number:
+        return False
+    checks = [
+        (request.milli_cpu, allocatable.milli_cpu, used.milli_cpu),
+        (request.memory, allocatable.memory, used.memory),
+        (request.ephemeral_storage, allocatable.ephemeral_storage, used.ephemeral_storage),
+        *(
+            (q, allocatable.scalar.get(name, 0), used.scalar.get(name, 0))
+            for name, q in request.scalar.items()
+        ),
+    ]
+    return all(amount <= 0 or used_ + amount <= alloc for amount, alloc, used_ in checks)
+
+
+def test_fit_request_is_the_room_rule_filter_counts_applies() -> None:
+    """Preemption's column dry run decides Filter from `fit_request` alone: on random nodes,
+    pods and ignore settings it must agree with `filter_counts` every time."""
+    rng = random.Random(7)
+    resources = [GPU, "other.io/fpga", "hugepages-2Mi"]
+    for args in ({}, {"ignoredResources": [GPU]}, {"ignoredResourceGroups": ["other.io"]}):
+        plugin = build_fit(args)
+        for _ in range(300):
+            requests = {
+                name: str(rng.choice([0, 1, 2]))
+                for name in rng.sample(resources, rng.randint(0, len(resources)))
+            }
+            if rng.random() < 0.8:
+                requests["cpu"] = f"{rng.choice([0, 100, 900, 2000])}m"
+            if rng.random() < 0.5:
+                requests["memory"] = f"{rng.choice([0, 1, 3])}Gi"
+            if rng.random() < 0.3:
+                requests["ephemeral-storage"] = f"{rng.choice([0, 1, 5])}Gi"
+            pod = make_pod("p", requests=requests)
+            state = prefiltered(plugin, pod)
+            alloc = Resource.from_list(
+                {
+                    "cpu": "2",
+                    "memory": "4Gi",
+                    "ephemeral-storage": "4Gi",
+                    "pods": rng.choice([1, 3, 110]),
+                    **{name: rng.choice([0, 1, 3]) for name in resources if rng.random() < 0.6},
+                }
+            )
+            used = Resource.from_list(
+                {
+                    "cpu": f"{rng.choice([0, 1000, 1900, 2500])}m",
+                    "memory": f"{rng.choice([0, 2, 4])}Gi",
+                    "ephemeral-storage": f"{rng.choice([0, 3])}Gi",
+                    **{name: rng.choice([0, 1, 2]) for name in resources if rng.random() < 0.5},
+                }
+            )
+            count = rng.choice([0, 2, 50])
+            passes = plugin.filter_counts(state, pod, alloc, used, count) is None
+            assert passes == _fits_by_room(plugin.fit_request(state, pod), alloc, used, count)

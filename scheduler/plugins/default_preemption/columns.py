@@ -1,0 +1,172 @@
+"""The counting dry run over many candidate nodes at once.
+
+When the cycle's Filter is a room check on each node (every counting plugin a RequestFitFilter,
+every other plugin reading only the Node), choosing the victims on a node is arithmetic on a few
+numbers per node: its pod count and requests with every lower-priority pod removed, those of the
+pods nominated to it, and each potential victim's. Done node by node (`_select_by_counting` in
+plugin.py) a preemptor's dry run makes a handful of Python Filter calls per candidate node; here
+the same removals, check and reprieve walk run as numpy column operations over all the nodes of
+a chunk, one step per victim position. Victim order and PDB accounting stay per node (Python), as
+they are exactly the node-by-node path's.
+
+A node whose check fails even with every potential victim gone is left to the node-by-node path
+(the caller's), which words the Filter's Status.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.api.objects import Pod, PodDisruptionBudget
+from scheduler.api.resources import Resource
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import CountingCheck
+from scheduler.framework.preemption.victims import importance_key, split_by_pdb_violation
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo
+
+#: Room on a resource no rule checks: never reached by a sum of requests.
+_UNCHECKED = 2**62
+
+Victims = tuple[list[Pod], int, Status | None]
+IntMatrix = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class _Dims:
+    """The resources some rule checks, as column positions after the pod count (column 0)."""
+
+    cpu: bool
+    memory: bool
+    storage: bool
+    scalar: tuple[str, ...]
+
+    @staticmethod
+    def of(rules: list[Resource]) -> _Dims:
+        return _Dims(
+            any(r.milli_cpu > 0 for r in rules),
+            any(r.memory > 0 for r in rules),
+            any(r.ephemeral_storage > 0 for r in rules),
+            tuple(sorted({name for r in rules for name, q in r.scalar.items() if q > 0})),
+        )
+
+    def matrix(self, amounts: list[Resource], pods: list[int]) -> IntMatrix:
+        """One row per resource list: `pods` then the checked amounts, in column order."""
+        columns = [pods]
+        if self.cpu:
+            columns.append([r.milli_cpu for r in amounts])
+        if self.memory:
+            columns.append([r.memory for r in amounts])
+        if self.storage:
+            columns.append([r.ephemeral_storage for r in amounts])
+        columns.extend([r.scalar.get(name, 0) for r in amounts] for name in self.scalar)
+        return np.array(columns, dtype=np.int64).reshape(len(columns), len(amounts)).T
+
+    def room(self, rules: list[Resource], allocatable: IntMatrix) -> IntMatrix:
+        """Per node, the most each column may hold for every rule to pass: allocatable less the
+        rule's amount where it checks that column (one pod for the count), else unbounded;
+        the tightest over the rules."""
+        room = np.full_like(allocatable, _UNCHECKED)
+        for rule in rules:
+            need = self.matrix([rule], [1])[0]
+            checked = need > 0
+            checked[0] = True
+            room = np.minimum(room, np.where(checked, allocatable - need, _UNCHECKED))
+        return room
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """One candidate node's reprieve order: PDB-violating victims first, then the others,
+    each part most important first (as `_reprieve_walk` in plugin.py)."""
+
+    index: int
+    info: NodeInfo
+    order: list[Pod]
+    num_violating: int
+    mixed: bool  # both parts non-empty: the chosen victims are re-sorted by importance
+
+
+def select_by_columns(
+    counting: CountingCheck,
+    rules: list[Resource],
+    state: CycleState,
+    pod: Pod,
+    nodes: list[tuple[int, NodeInfo, list[Pod]]],
+    pdbs: list[PodDisruptionBudget],
+) -> dict[int, Victims]:
+    """Victims for each (index, node, its potential victims) of `nodes`, keyed by index. Nodes
+    where the pod does not fit even with every potential victim gone are left out: the caller
+    words their Status node by node."""
+    if not nodes:
+        return {}
+    dims = _Dims.of(rules)
+    key = importance_key(time.time())
+    infos = [info for _, info, _ in nodes]
+    room = dims.room(
+        rules,
+        dims.matrix(
+            [i.allocatable for i in infos], [i.allocatable.allowed_pod_number for i in infos]
+        ),
+    )
+    used = dims.matrix([i.requested for i in infos], [len(i.pods) for i in infos])
+    for row, info in enumerate(infos):
+        nominated = counting.nominated_pods(pod, info.name)
+        if nominated:
+            used[row] += dims.matrix([o.requests for o in nominated], [1] * len(nominated)).sum(0)
+    walks: list[_Walk] = []
+    for index, info, potential in nodes:
+        ordered = sorted(potential, key=key)
+        violating, non_violating = split_by_pdb_violation(ordered, pdbs)
+        order = violating + non_violating
+        walks.append(_Walk(index, info, order, len(violating), bool(violating and non_violating)))
+    victims = [v for walk in walks for v in walk.order]
+    fits, chosen = _reprieve_columns(
+        used,
+        room,
+        dims.matrix([v.requests for v in victims], [1] * len(victims)),
+        np.array([len(walk.order) for walk in walks], dtype=np.intp),
+    )
+    found: dict[int, Victims] = {}
+    for row, walk in enumerate(walks):
+        if not fits[row]:
+            continue
+        status = counting.node_only_status(state, pod, walk.info)
+        if status is not None:
+            found[walk.index] = ([], 0, status)
+            continue
+        picked = chosen[row]
+        taken = [v for k, v in enumerate(walk.order) if picked[k]]
+        if walk.mixed:
+            taken.sort(key=key)
+        found[walk.index] = (taken, int(picked[: walk.num_violating].sum()), None)
+    return found
+
+
+def _reprieve_columns(
+    used: IntMatrix, room: IntMatrix, victims: IntMatrix, lengths: npt.NDArray[np.intp]
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Per node (row of `used`: its columns with the nominated pods, before removing any
+    victim): does the pod fit with every potential victim removed, and which victim positions
+    stay victims after the walk (each given back in turn, kept if the pod still fits).
+    `victims` holds every node's victims in walk order, `lengths[row]` of them per node."""
+    n, width = len(lengths), int(lengths.max(initial=0))
+    starts = np.cumsum(lengths) - lengths
+    node_of = np.repeat(np.arange(n), lengths)
+    position = np.arange(len(victims)) - np.repeat(starts, lengths)
+    step = np.zeros((n, width, used.shape[1]), dtype=np.int64)
+    step[node_of, position] = victims
+    valid = np.arange(width) < lengths[:, None]
+    current = used - step.sum(axis=1)
+    fits = (current <= room).all(axis=1)
+    chosen = np.zeros((n, width), dtype=np.bool_)
+    for k in range(width):
+        trial = current + step[:, k]
+        keep = valid[:, k] & (trial <= room).all(axis=1)
+        current = np.where(keep[:, None], trial, current)
+        chosen[:, k] = valid[:, k] & ~keep
+    return fits, chosen
