@@ -54,7 +54,7 @@ class CountingFilter:
     """The cycle's Filter plugins, in order, as (plugin, its counting form or None), and the
     framework's rule for which nominated pods count against the pod on a node."""
 
-    __slots__ = ("_by_node", "_counting_steps", "_nominated", "_observe", "_steps")
+    __slots__ = ("_by_node", "_counting_steps", "_nominated", "_observe", "_room_rules", "_steps")
 
     def __init__(
         self,
@@ -66,6 +66,9 @@ class CountingFilter:
         self._counting_steps = [(pl, c) for pl, c in steps if c is not None]
         self._nominated = nominated
         self._observe = observe
+        rules = [c for _, c in self._counting_steps if isinstance(c, RequestFitFilter)]
+        #: The counting plugins as room rules, when every one of them is one.
+        self._room_rules = rules if len(rules) == len(self._counting_steps) else None
         #: (pod uid, its nominated pods by node), read once: preemption asks for every
         #: candidate node.
         self._by_node: tuple[str, dict[str, list[Pod]]] | None = None
@@ -111,12 +114,9 @@ class CountingFilter:
 
     def fit_requests(self, state: CycleState, pod: Pod) -> list[Resource] | None:
         """Each counting plugin's room rule (RequestFitFilter), or None when one has none."""
-        rules: list[Resource] = []
-        for _, counting in self._counting_steps:
-            if not isinstance(counting, RequestFitFilter):
-                return None
-            rules.append(counting.fit_request(state, pod))
-        return rules
+        if self._room_rules is None:
+            return None
+        return [rule.fit_request(state, pod) for rule in self._room_rules]
 
     def node_only_status(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """The first rejection among the plugins that read only the Node, in the cycle's

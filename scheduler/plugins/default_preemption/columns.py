@@ -143,7 +143,8 @@ def select_by_columns(
         taken = [v for k, v in enumerate(walk.order) if picked[k]]
         if walk.mixed:
             taken.sort(key=key)
-        found[walk.index] = (taken, int(picked[: walk.num_violating].sum()), None)
+        violations = int(picked[: walk.num_violating].sum()) if walk.num_violating else 0
+        found[walk.index] = (taken, violations, None)
     return found
 
 
