@@ -36,7 +36,7 @@ from scheduler.framework.types import (
 log = structlog.get_logger(__name__)
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
-#: The fewest nodes a dry run hands the policy at once once most candidates are found.
+#: The fewest nodes a dry run hands the policy at once (when few candidates are still wanted).
 _MIN_CHUNK = 16
 
 
@@ -49,20 +49,6 @@ class PreemptionPolicy(Protocol):
         self, pod: Pod, nominated_node_status: Status
     ) -> tuple[bool, str]: ...
 
-    def select_victims_on_node(
-        self,
-        state: CycleState,
-        pod: Pod,
-        node_info: NodeInfo,
-        pdbs: list[PodDisruptionBudget],
-    ) -> tuple[list[Pod], int, Status | None]:
-        """(victims most important first, PDB violations, None) or a rejecting Status.
-
-        `state` and `node_info` are the cycle's own: copy them before changing anything. (Copying
-        only for nodes that hold potential victims is what keeps a dry run over thousands of
-        nodes cheap: most nodes of a pod that fits nowhere have none.)"""
-        ...
-
     def select_victims_on_nodes(
         self,
         state: CycleState,
@@ -70,8 +56,12 @@ class PreemptionPolicy(Protocol):
         nodes: list[NodeInfo],
         pdbs: list[PodDisruptionBudget],
     ) -> list[tuple[list[Pod], int, Status | None]]:
-        """`select_victims_on_node` for each of `nodes`, in order (a policy may decide them
-        together)."""
+        """For each of `nodes`, in order: (victims most important first, PDB violations, None)
+        or a rejecting Status. A policy may decide the nodes together.
+
+        `state` and the nodes are the cycle's own: copy them before changing anything. (Copying
+        only for nodes that hold potential victims is what keeps a dry run over thousands of
+        nodes cheap: most nodes of a pod that fits nowhere have none.)"""
         ...
 
 
@@ -203,8 +193,8 @@ class Evaluator:
         rotated = potential[offset:] + potential[:offset]
         start = 0
         while start < count:
-            # The policy decides a chunk of nodes at once; the nodes past the stop are dropped
-            # unread, so the outcome is the node-by-node walk's.
+            # The policy decides a chunk of nodes at once; results for nodes past the stop are
+            # not used (no candidate, Status or error), so the outcome is the node-by-node walk's.
             size = max(wanted - len(non_violating) - len(violating), _MIN_CHUNK)
             chunk = rotated[start : start + size]
             start += size

@@ -25,7 +25,7 @@ known to pass, so the histograms count the same calls.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from scheduler.api.objects import Pod
 from scheduler.api.resources import Resource
@@ -54,7 +54,15 @@ class CountingFilter:
     """The cycle's Filter plugins, in order, as (plugin, its counting form or None), and the
     framework's rule for which nominated pods count against the pod on a node."""
 
-    __slots__ = ("_by_node", "_counting_steps", "_nominated", "_observe", "_room_rules", "_steps")
+    __slots__ = (
+        "_by_node",
+        "_counting_steps",
+        "_node_only_steps",
+        "_nominated",
+        "_observe",
+        "_room_rules",
+        "_steps",
+    )
 
     def __init__(
         self,
@@ -64,6 +72,7 @@ class CountingFilter:
     ) -> None:
         self._steps = steps
         self._counting_steps = [(pl, c) for pl, c in steps if c is not None]
+        self._node_only_steps = [(pl, c) for pl, c in steps if c is None]
         self._nominated = nominated
         self._observe = observe
         rules = [c for _, c in self._counting_steps if isinstance(c, RequestFitFilter)]
@@ -121,20 +130,7 @@ class CountingFilter:
     def node_only_status(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """The first rejection among the plugins that read only the Node, in the cycle's
         order: `status` on a node where the counting plugins are known to pass."""
-        for pl, counting in self._steps:
-            if counting is None and (status := self._call(pl, state, pod, node_info)) is not None:
-                return status
-        return None
-
-    def _call(
-        self, pl: FilterPlugin, state: CycleState, pod: Pod, node_info: NodeInfo
-    ) -> Status | None:
-        if self._observe is None or not state.record_plugin_metrics:
-            return call_filter(pl, state, pod, node_info)
-        start = time.perf_counter()
-        status = call_filter(pl, state, pod, node_info)
-        self._observe(pl.name, status, start)
-        return status
+        return self._run(self._node_only_steps, state, pod, node_info, node_info.requested, 0)
 
     def status(
         self,
@@ -150,8 +146,22 @@ class CountingFilter:
         only the Node are known to pass (they did on this node in this cycle), so only the
         counting plugins run (not in a cycle that records plugin metrics: there every plugin
         runs, as on the general path)."""
+        sampled = self._observe is not None and state.record_plugin_metrics
+        steps = self._counting_steps if counts_only and not sampled else self._steps
+        return self._run(steps, state, pod, node_info, requested, pods)
+
+    def _run(
+        self,
+        steps: Sequence[tuple[FilterPlugin, PodCountingFilter | None]],
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        requested: Resource,
+        pods: int,
+    ) -> Status | None:
+        """`steps` in order, stopping at the first rejection; each timed and observed in a
+        cycle that records plugin metrics."""
         observe = self._observe if state.record_plugin_metrics else None
-        steps = self._counting_steps if counts_only and observe is None else self._steps
         for pl, counting in steps:
             start = time.perf_counter() if observe is not None else 0.0
             if counting is None:
