@@ -154,7 +154,7 @@ class FilterPass:
     def _rows_with_nominated_pods(self) -> dict[int, list[Pod]]:
         index = self._table.index
         rows: dict[int, list[Pod]] = {}
-        for name, pods in self._fwk.nominated_pods_to_add_by_node(self._pod).items():
+        for name, pods in self._fwk.nominated_pods_to_add_by_node(self._state, self._pod).items():
             row = index.get(name)
             if row is not None:
                 rows[row] = pods

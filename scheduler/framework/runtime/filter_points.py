@@ -4,6 +4,7 @@ nodes of a cycle is a FilterPass (filter_pass.py)."""
 
 from __future__ import annotations
 
+import functools
 import time
 
 import structlog
@@ -25,6 +26,9 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeToStatus, PostFilterResult, PreFilterResult
 
 log = structlog.get_logger(__name__)
+
+#: CycleState key of the cycle's read of the nominated pods, by node.
+_NOMINATED_KEY = "kube-pysched/NominatedPodsByNode"
 
 
 class FilterPoints(FrameworkBase):
@@ -132,16 +136,22 @@ class FilterPoints(FrameworkBase):
             return []
         return _counting_against(pod, self._nominator.nominated_pods_for_node(node_name))
 
-    def nominated_pods_to_add_by_node(self, pod: Pod) -> dict[str, list[Pod]]:
+    def nominated_pods_to_add_by_node(self, state: CycleState, pod: Pod) -> dict[str, list[Pod]]:
         """nominated_pods_to_add for every node that has some, from one read of the
-        nominations."""
-        if self._nominator is None:
-            return {}
-        by_node = {}
-        for node_name, nominated in self._nominator.nominated_pods_by_node().items():
-            pods = _counting_against(pod, nominated)
-            if pods:
-                by_node[node_name] = pods
+        nominations per cycle: the Filter pass and the preemption dry run after it share the
+        read (kept in `state`, which its clones share), as the nominations stood at the
+        cycle's first question."""
+        cached = state.get(_NOMINATED_KEY)
+        if cached is not None and cached[0] == pod.uid:
+            found: dict[str, list[Pod]] = cached[1]
+            return found
+        by_node: dict[str, list[Pod]] = {}
+        if self._nominator is not None:
+            for node_name, nominated in self._nominator.nominated_pods_by_node().items():
+                pods = _counting_against(pod, nominated)
+                if pods:
+                    by_node[node_name] = pods
+        state.write(_NOMINATED_KEY, (pod.uid, by_node))
         return by_node
 
     def counting_filter(self, state: CycleState, pod: Pod) -> CountingFilter | None:
@@ -149,7 +159,7 @@ class FilterPoints(FrameworkBase):
         return CountingFilter.for_cycle(
             self.filter_plugins,
             self._pre_filter_extensions,
-            self.nominated_pods_to_add_by_node,
+            functools.partial(self.nominated_pods_to_add_by_node, state),
             state,
             pod,
             self._observe_filter,

@@ -13,6 +13,7 @@ import pytest
 
 from scheduler import metrics
 from scheduler.api.objects import Pod
+from scheduler.backend.queue.nominator import Nominator
 from scheduler.config.load import load_config
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
@@ -271,3 +272,33 @@ def test_the_diagnosis_of_nodes_with_nominated_pods_equals_the_two_pass_node_by_
     assert [s and (s.code, s.message(), s.plugin) for s in diagnosed] == [
         s and (s.code, s.message(), s.plugin) for s in expected
     ]
+
+
+def test_a_preempting_cycle_reads_the_nominations_once(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Filter pass and the dry run after it share one read of the nominated pods (a read
+    looks up every nominated pod in the queue; a preemption burst has hundreds)."""
+    profile = h.fwk.profile_name
+    for i in range(3):
+        h.add_node(make_node(f"n{i}", cpu="4", memory="32Gi"))
+        for j in range(4):
+            h.add_assigned_pod(
+                make_pod(f"v{i}-{j}", node_name=f"n{i}", cpu="900m", scheduler_name=profile)
+            )
+    waiting = make_pod("waiting", cpu="3970m", priority=1000, scheduler_name=profile)
+    h.pods[waiting.key] = waiting
+    h.queue.nominator.add_nominated_pod(waiting, "n0")
+    reads = []
+    by_node = Nominator.nominated_pods_by_node
+
+    def counted(nominator: Nominator) -> dict[str, list[Pod]]:
+        reads.append(1)
+        return by_node(nominator)
+
+    monkeypatch.setattr(Nominator, "nominated_pods_by_node", counted)
+    preemptor = make_pod("preemptor", cpu="3970m", priority=1000, scheduler_name=profile)
+    h.add_pod(preemptor)
+    h.schedule_next()
+    assert h.queue.nominator.nominated_node_for(preemptor.uid) in {"n1", "n2"}
+    assert len(reads) == 1
