@@ -44,7 +44,8 @@ from scheduler.framework.types import NodeInfo
 _STATE_KEY = "kube-pysched/CountingFilter"
 
 
-#: The pods nominated to each node (that have any) that count against a pod there.
+#: The pods nominated to each node (that have any) that count against a pod there, read once
+#: per cycle (the framework keeps the read in the CycleState).
 NominatedByNode = Callable[[Pod], dict[str, list[Pod]]]
 #: Records one Filter call of a plugin: (plugin name, its Status, perf_counter at the start).
 ObserveFilter = Callable[[str, Status | None, float], None]
@@ -55,7 +56,6 @@ class CountingFilter:
     framework's rule for which nominated pods count against the pod on a node."""
 
     __slots__ = (
-        "_by_node",
         "_counting_steps",
         "_node_only_steps",
         "_nominated",
@@ -78,9 +78,6 @@ class CountingFilter:
         rules = [c for _, c in self._counting_steps if isinstance(c, RequestFitFilter)]
         #: The counting plugins as room rules, when every one of them is one.
         self._room_rules = rules if len(rules) == len(self._counting_steps) else None
-        #: (pod uid, its nominated pods by node), read once: preemption asks for every
-        #: candidate node.
-        self._by_node: tuple[str, dict[str, list[Pod]]] | None = None
 
     @staticmethod
     def for_cycle(
@@ -115,11 +112,7 @@ class CountingFilter:
     def nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]:
         """The pods nominated to the node that count against `pod` there, as the
         nominations stood at this cycle's first question."""
-        cached = self._by_node
-        if cached is None or cached[0] != pod.uid:
-            cached = (pod.uid, self._nominated(pod))
-            self._by_node = cached
-        return cached[1].get(node_name, [])
+        return self._nominated(pod).get(node_name, [])
 
     def fit_requests(self, state: CycleState, pod: Pod) -> list[Resource] | None:
         """Each counting plugin's room rule (RequestFitFilter), or None when one has none."""
