@@ -9,13 +9,14 @@ which reserves a loopback port for it too (`secure_url`).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,18 @@ class Pysched:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.alive()
+
+    def log_records(self) -> Iterator[dict[str, Any]]:
+        """The JSON lines of the process' log (other lines skipped)."""
+        if not self.log_path.exists():
+            return
+        for line in self.log_path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                yield record
 
     def tail(self, lines: int = 60) -> str:
         return self.process.tail(lines) if self.process is not None else ""

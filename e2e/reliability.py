@@ -14,7 +14,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -63,24 +63,11 @@ def record_figures(tmp_path: Path, name: str, figures: dict[str, Any]) -> Path:
     return path
 
 
-def log_records(proc: Pysched) -> Iterator[dict[str, Any]]:
-    """The JSON lines of a kube-pysched log (other lines skipped)."""
-    if not proc.log_path.exists():
-        return
-    for line in proc.log_path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict):
-            yield record
-
-
 def log_times(proc: Pysched, event: str) -> list[float]:
     """When the process logged `event`, as epoch seconds."""
     return [
         datetime.fromisoformat(r["timestamp"]).timestamp()
-        for r in log_records(proc)
+        for r in proc.log_records()
         if r.get("event") == event
     ]
 
@@ -89,7 +76,7 @@ def bound_pods(proc: Pysched) -> list[str]:
     """Pods the process logged as bound (-v 2 line), in order."""
     return [
         str(r.get("pod"))
-        for r in log_records(proc)
+        for r in proc.log_records()
         if r.get("event") == "successfully bound pod to node"
     ]
 
@@ -97,7 +84,7 @@ def bound_pods(proc: Pysched) -> list[str]:
 def relists_since(proc: Pysched, since: float) -> Counter[str]:
     """Per reflector, how many 410 Gone answers it logged at or after `since` (epoch s)."""
     counts: Counter[str] = Counter()
-    for r in log_records(proc):
+    for r in proc.log_records():
         if r.get("event") != GONE_LINE:
             continue
         if datetime.fromisoformat(r["timestamp"]).timestamp() >= since:

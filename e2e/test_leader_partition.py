@@ -10,10 +10,8 @@ old leader has nothing left to send.
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +23,8 @@ from kubernetes import client as k8s
 from e2e.cluster import wait_for
 from e2e.cluster.nodes import NodeFactory
 from e2e.faults import PartitionProxy
-from e2e.pysched import Pysched, default_config
+from e2e.pysched import default_config
+from e2e.reliability import log_times
 from e2e.test_scheduling import Factory, unique
 from e2e.workload import pod_manifest
 
@@ -48,19 +47,6 @@ def _via(kubeconfig: Path, port: int, out: Path) -> Path:
         cluster["cluster"]["server"] = f"{server.scheme}://127.0.0.1:{port}"
     out.write_text(yaml.safe_dump(doc))
     return out
-
-
-def _log_times(proc: Pysched, event: str) -> list[float]:
-    """When the process logged `event` (JSON lines, ISO timestamps), as epoch seconds."""
-    times = []
-    for line in proc.log_path.read_text().splitlines():
-        try:
-            record: dict[str, Any] = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if record.get("event") == event:
-            times.append(datetime.fromisoformat(record["timestamp"]).timestamp())
-    return times
 
 
 def _holder_pid(coordination: k8s.CoordinationV1Api, namespace: str, name: str) -> int | None:
@@ -130,7 +116,7 @@ def test_a_partitioned_leader_stops_before_the_standby_leads_and_sends_nothing_a
         creator.start()
         try:
             wait_for(
-                lambda: bool(_log_times(old, "successfully bound pod to node")),
+                lambda: bool(log_times(old, "successfully bound pod to node")),
                 timeout=60,
                 what="the leader binding pods",
             )
@@ -150,8 +136,8 @@ def test_a_partitioned_leader_stops_before_the_standby_leads_and_sends_nothing_a
             creator.join(10)
 
         assert old.process is not None and old.process.returncode == 1
-        fenced = _log_times(old, "stopped leading: no more writes from this process")
-        acquired = _log_times(standby, "successfully acquired lease")
+        fenced = log_times(old, "stopped leading: no more writes from this process")
+        acquired = log_times(standby, "successfully acquired lease")
         assert len(fenced) == 1 and len(acquired) == 1
         assert fenced[0] < acquired[0], "two leaders at once"
         assert proxy.bytes_after_heal == 0

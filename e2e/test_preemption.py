@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
@@ -59,6 +60,7 @@ class Runs:
     records: dict[tuple[str, str], sc.Record]
     errors: dict[tuple[str, str], str]
     metrics: dict[str, str]  # kube-pysched's /metrics after the runs, by scheduler label
+    logs: dict[str, list[dict[str, Any]]]  # kube-pysched's JSON log lines, by scheduler label
 
     def get(self, scheduler: str, scenario: str) -> sc.Record:
         key = (scheduler, scenario)
@@ -115,7 +117,7 @@ def runs(
     try:
         for proc in procs.values():
             proc.start()
-        result = Runs({}, {}, {})
+        result = Runs({}, {}, {}, {})
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(RUNS)) as pool:
             futures = {
                 pool.submit(
@@ -136,6 +138,7 @@ def runs(
                     result.errors[key] = f"{type(exc).__name__}: {exc}{logs}"
         for label, proc in procs.items():
             result.metrics[label] = proc.metrics()
+            result.logs[label] = list(proc.log_records())
         if dump := os.environ.get("E2E_PREEMPTION_RECORDS"):  # for looking at the runs
             Path(dump).write_text(
                 json.dumps(
@@ -277,7 +280,16 @@ def test_inline_preemption_with_async_gate_off(runs: Runs) -> None:
     """SchedulerAsyncPreemption=false: the calls are made in the scheduling cycle, no goroutine."""
     r = runs.get(PYSCHED_SYNC, "example1")
     assert r["placements"]["c"] == "node1"
-    assert _pysched_metric(runs, PYSCHED_SYNC, "scheduler_preemption_victims_sum") == 2
+    preemptions = _pysched_metric(runs, PYSCHED_SYNC, "scheduler_preemption_victims_count")
+    victims = _pysched_metric(runs, PYSCHED_SYNC, "scheduler_preemption_victims_sum")
+    # C preempts A and B once. A second preemption only follows one whose calls failed (a
+    # transient API error on a loaded machine): C is then retried without a nomination and
+    # chooses A and B again, as kube-scheduler would. Never a second one after a success.
+    lines = runs.logs[PYSCHED_SYNC]
+    failed = [e for e in lines if e.get("event") == "PostFilter failed"]
+    report = [e for e in lines if "preempt" in str(e.get("event", "")) or e in failed]
+    assert preemptions == 1 + len(failed), report
+    assert victims == 2 * preemptions, report
     # As kube-scheduler, the family is only registered with SchedulerAsyncPreemption on.
     assert "scheduler_preemption_goroutines_execution_total" not in runs.metrics[PYSCHED_SYNC]
 

@@ -33,12 +33,14 @@ from e2e.test_scheduling import (
 from e2e.volumes import (  # noqa: F401  (the *_fixture names register fixtures)
     HOST,
     NO_PROVISIONER,
+    PREFILTER_PASSED,
     PROVISIONER,
     SILENT_PROVISIONER,
     Side,
     Sides,
     Storage,
     TestProvisioner,
+    claims_known,
     local,
     provisioner_fixture,
     same_outcome,
@@ -50,6 +52,7 @@ from e2e.workload import pod_scheduled_condition
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
 
 def pending_message(core: k8s.CoreV1Api, namespace: str, name: str) -> tuple[str, str]:
@@ -167,6 +170,7 @@ def test_an_unbound_immediate_claim_keeps_the_pod_pending(
     for side in runs:
         cls = storage.storage_class(NO_PROVISIONER, mode="Immediate")
         storage.claim(side.name("data"), cls)
+        claims_known(core_v1, namespace, side, [side.name("data")], UNBOUND_IMMEDIATE)
         create(core_v1, namespace, [side.pod("app", [side.name("data")])])
     outcome = {side.tag: pending_message(core_v1, namespace, side.name("app")) for side in runs}
     n = node_count(core_v1)
@@ -292,6 +296,8 @@ def test_a_provisioner_that_never_answers_times_out_the_binding_and_is_retried(
         for side in runs:
             cls = storage.storage_class(SILENT_PROVISIONER)
             storage.claim(side.name("data"), cls)
+            # The notes are compared: none may be a "not found" of a claim not seen yet.
+            claims_known(core_v1, namespace, side, [side.name("data")], PREFILTER_PASSED)
             create(core_v1, namespace, [side.pod("app", [side.name("data")])])
         ca = tls_context(local_control_plane.ca_cert)
 

@@ -129,6 +129,44 @@ def sides_fixture(
     return make
 
 
+#: A probe's message once VolumeBinding's PreFilter has passed (claims and class known, the
+#: claims WaitForFirstConsumer): only the probe's node selector stops it.
+PREFILTER_PASSED = "didn't match Pod's node affinity/selector"
+
+
+def claims_known(
+    core: k8s.CoreV1Api, namespace: str, side: Side, claims: Sequence[str], ready: str
+) -> None:
+    """Returns once the side's scheduler has seen `claims` (and their class) in its informers.
+
+    Claims and pods come through separate watches, so a pod created right after its claim may
+    reach the scheduler first, which then reports `persistentvolumeclaim "x" not found` (both
+    schedulers do; a class not seen yet reads as Immediate binding). A probe pod using the
+    claims, with a node selector no node matches, is tried until its PodScheduled message
+    contains `ready` (PREFILTER_PASSED for WaitForFirstConsumer claims); the probe is deleted
+    before the test's own pod, so that pod comes later on the pods watch. The probe never
+    passes Filter, so no node is selected and nothing is provisioned for it."""
+    probe = side.pod("claims-probe", claims)
+    probe["spec"]["nodeSelector"] = {"g": unique("nowhere")}
+    name = probe["metadata"]["name"]
+    core.create_namespaced_pod(namespace, probe)
+
+    def tried() -> bool | str:
+        pod = core.read_namespaced_pod(name, namespace)
+        conds = [c for c in pod.status.conditions or [] if c.type == "PodScheduled"]
+        message = conds[0].message or "" if conds else ""
+        return ready in message or f"{name}: {message!r}"
+
+    wait_for(tried, timeout=60, what=f"{side.tag}: the scheduler knows {list(claims)}")
+    core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+
+    def gone() -> bool | str:
+        left = [p.metadata.name for p in core.list_namespaced_pod(namespace).items]
+        return name not in left or f"{name} still present"
+
+    wait_for(gone, timeout=60, what=f"{side.tag}: claims probe deleted")
+
+
 def same_outcome(outcome: dict[str, Any]) -> None:
     """kube-pysched's outcome equals kube-scheduler's, or the test says it was not checked."""
     if "ours" not in outcome:
