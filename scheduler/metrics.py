@@ -486,6 +486,14 @@ gang_groups_waiting = Gauge(
     "and that still have pending members.",
     registry=REGISTRY,
 )
+gc_pause = Histogram(
+    "kube_pysched_gc_pause_seconds",
+    "How long each garbage collection of the Python interpreter held the process (every "
+    "thread waits for it), by generation: a full collection (2) walks every tracked object.",
+    ["generation"],
+    buckets=exponential_buckets(0.0001, 2, 16),
+    registry=REGISTRY,
+)
 leader_election_master_status = Gauge(
     "leader_election_master_status",
     "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 indicates "

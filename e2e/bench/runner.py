@@ -37,6 +37,7 @@ from e2e.bench.pacing import Pacing, create_paced
 from e2e.bench.pinning import Pinned, capacity_cpus, format_cpus, thread_cpus
 from e2e.bench.rest import CreateError, RestClient
 from e2e.bench.schedulers import running_scheduler, scheduler_config
+from e2e.bench.scraped import gc_figures, scrape
 from e2e.bench.workload import (
     PRIORITY_CLASSES,
     NodeTemplate,
@@ -228,7 +229,7 @@ class Run:
             with self._phase("warm_up"):
                 self._warm_up()
             with self._phase("measure"):
-                figures = self._measure(sched.pid)
+                figures = self._measure(sched.pid, sched.metrics)
             stopping = time.monotonic()
         self.phases["scheduler_stop"] = round(time.monotonic() - stopping, 1)
         self.profile_path = sched.profile_path
@@ -352,7 +353,7 @@ class Run:
         finally:
             self.phases[name] = round(time.monotonic() - began, 1)
 
-    def _measure(self, pid: int) -> dict[str, Any]:
+    def _measure(self, pid: int, metrics: Callable[[], str] | None) -> dict[str, Any]:
         watcher = PodWatcher(self.api(), self.namespace).start()
         names = [f"pod-{i}" for i in range(self.size.measured_pods)]
         stop = threading.Event()
@@ -369,6 +370,7 @@ class Run:
                 raise TimeoutError("background or churn did not start")
             pids = self._pids(pid)
             usage_before, cpu_before = process_usage(pid), cpu_snapshot(pids)
+            gc_before = scrape(metrics)
             start = time.monotonic()
             pacing: Pacing | None = None
             if self.workload.owner:
@@ -385,6 +387,7 @@ class Run:
             created_seconds = time.monotonic() - start
             self._wait_bound(watcher, set(names))
             usage_after, cpu_after = process_usage(pid), cpu_snapshot(pids)
+            gc_after = scrape(metrics)
         finally:
             stop.set()
             for thread in helpers:
@@ -405,6 +408,8 @@ class Run:
                 **cpu_breakdown(cpu_before, cpu_after),
             }
         )
+        if gc_before is not None and gc_after is not None:
+            figures.update(gc_figures(gc_before, gc_after))
         figures["mode"] = self.mode
         if pacing is not None:
             figures.update(pacing.figures())

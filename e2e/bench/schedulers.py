@@ -9,7 +9,7 @@ is reported "not supported yet" for kube-pysched.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +69,7 @@ class RunningScheduler:
     pid: int
     log_path: Path | None
     profile_path: Path | None = None
+    metrics: Callable[[], str] | None = None  # kube-pysched's /metrics text
 
 
 @contextmanager
@@ -117,7 +118,7 @@ def running_scheduler(
         extra_args=feature_gate_flags(feature_gates or {}),
     ).start()
     assert sched.process is not None
-    running = RunningScheduler(sched.process.pid, sched.log_path)
+    running = RunningScheduler(sched.process.pid, sched.log_path, metrics=sched.metrics)
     spy = PySpy(sched.process.pid, profile_stem).start() if profile_stem else None
     try:
         yield running

@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from scheduler import __version__, metrics
+from scheduler import __version__, gc_pauses, metrics
 from scheduler.api.gang import GENERIC_WORKLOAD, GangSource
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Node, Pod, PodDisruptionBudget
@@ -151,6 +151,7 @@ class App:
         self.snapshot = Snapshot()
         self.features = self.options.feature_gates
         metrics.apply_feature_gates(self.features)
+        gc_pauses.install()
         self.pdbs: Informer[PodDisruptionBudget] = pdb_informer(self.rest)
         self.namespaces: Informer[Namespace] = namespace_informer(self.rest)
         # Selectors for PodTopologySpread's default constraints (helper.DefaultSelector).
