@@ -22,3 +22,16 @@ def test_each_collection_is_timed_once_under_its_generation() -> None:
     finally:
         gc.enable()
     assert (after[0] - before[0], after[1] - before[1]) == (1.0, 1.0)
+
+
+def test_the_synced_heap_is_frozen_and_later_objects_are_still_collected() -> None:
+    synced = [{"node": [1]}]
+    try:
+        frozen = gc_pauses.freeze_synced_heap()
+        later = [{"pod": [2]}]
+        walked = gc.get_objects()  # what a collection walks
+        assert frozen == gc.get_freeze_count() > 0
+        assert not any(o is synced for o in walked)
+        assert any(o is later for o in walked)
+    finally:
+        gc.unfreeze()

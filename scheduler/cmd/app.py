@@ -358,8 +358,10 @@ class App:
         for informer in self._informers():
             if not informer.wait_for_sync(SYNC_TIMEOUT):
                 raise RuntimeError(f"timed out waiting for the {informer.name} informer to sync")
+        frozen = gc_pauses.freeze_synced_heap()
         log.info(
             "informers synced",
+            frozen_objects=frozen,
             nodes=len(self.nodes.list()),
             pods=len(self.pods.list()),
             pdbs=len(self.pdbs.list()),
