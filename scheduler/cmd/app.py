@@ -151,7 +151,7 @@ class App:
         self.snapshot = Snapshot()
         self.features = self.options.feature_gates
         metrics.apply_feature_gates(self.features)
-        gc_pauses.install()
+        gc_pauses.POLICY.install()
         self.pdbs: Informer[PodDisruptionBudget] = pdb_informer(self.rest)
         self.namespaces: Informer[Namespace] = namespace_informer(self.rest)
         # Selectors for PodTopologySpread's default constraints (helper.DefaultSelector).
@@ -358,7 +358,7 @@ class App:
         for informer in self._informers():
             if not informer.wait_for_sync(SYNC_TIMEOUT):
                 raise RuntimeError(f"timed out waiting for the {informer.name} informer to sync")
-        frozen = gc_pauses.freeze_synced_heap()
+        frozen = gc_pauses.POLICY.freeze_synced_heap()
         log.info(
             "informers synced",
             frozen_objects=frozen,
@@ -458,6 +458,7 @@ class App:
         self.recorder.stop(timeout=EVENT_FLUSH_ON_STOP)
         for server in self.servers:
             server.stop()
+        gc_pauses.POLICY.release()
         log.info("kube-pysched stopped")
 
 
