@@ -381,7 +381,7 @@ def build() -> model.Dashboard:
                 )
             ],
             "none",
-            width=8,
+            width=6,
         )
     )
     d = d.with_panel(
@@ -390,7 +390,7 @@ def build() -> model.Dashboard:
             "CPU used by each kube-pysched process, in cores (process_cpu_seconds_total).",
             [(f"rate(process_cpu_seconds_total{{{SEL}}}[{RATE}])", "{{instance}}")],
             "cores",
-            width=8,
+            width=6,
         )
     )
     d = d.with_panel(
@@ -399,7 +399,24 @@ def build() -> model.Dashboard:
             "Resident memory of each kube-pysched process (process_resident_memory_bytes).",
             [(f"process_resident_memory_bytes{{{SEL}}}", "{{instance}}")],
             "bytes",
-            width=8,
+            width=6,
+        )
+    )
+    d = d.with_panel(
+        p.series(
+            "Garbage collection pauses",
+            "Share of the time the interpreter's garbage collections held each process (every "
+            "thread waits), by generation (kube_pysched_gc_pause_seconds; 2 is a full "
+            "collection).",
+            [
+                (
+                    f"sum by (instance, generation) "
+                    f"(rate(kube_pysched_gc_pause_seconds_sum{{{SEL}}}[{RATE}]))",
+                    "{{instance}} gen {{generation}}",
+                )
+            ],
+            "percentunit",
+            width=6,
         )
     )
     return d.build()

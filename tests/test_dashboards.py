@@ -35,6 +35,7 @@ REQUIRED_METRICS = (
     "leader_election_master_status",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
+    "kube_pysched_gc_pause_seconds_sum",
 )
 
 _SELECTOR = re.compile(r"([a-z_:][a-z0-9_:]*)\{([^}]*)\}")
