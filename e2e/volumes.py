@@ -29,8 +29,8 @@ from e2e.cluster import ControlPlane, ExternalCluster, ManagedProcess, wait_for
 from e2e.cluster.nodes import NodeFactory
 from e2e.pysched import REPO_ROOT, Pysched
 from e2e.test_pod_topology_spread import prime
-from e2e.test_scheduling import Factory, profile_config, unique
-from e2e.workload import pod_manifest
+from e2e.test_scheduling import Factory, pods_by_name, profile_config, unique
+from e2e.workload import pod_manifest, pod_scheduled_condition
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -152,17 +152,15 @@ def claims_known(
     core.create_namespaced_pod(namespace, probe)
 
     def tried() -> bool | str:
-        pod = core.read_namespaced_pod(name, namespace)
-        conds = [c for c in pod.status.conditions or [] if c.type == "PodScheduled"]
-        message = conds[0].message or "" if conds else ""
+        cond = pod_scheduled_condition(core.read_namespaced_pod(name, namespace))
+        message = (cond.message or "") if cond is not None else ""
         return ready in message or f"{name}: {message!r}"
 
     wait_for(tried, timeout=60, what=f"{side.tag}: the scheduler knows {list(claims)}")
     core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
 
     def gone() -> bool | str:
-        left = [p.metadata.name for p in core.list_namespaced_pod(namespace).items]
-        return name not in left or f"{name} still present"
+        return name not in pods_by_name(core, namespace) or f"{name} still present"
 
     wait_for(gone, timeout=60, what=f"{side.tag}: claims probe deleted")
 
