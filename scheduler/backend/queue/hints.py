@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Mapping, Sequence
+from time import perf_counter
 from typing import Any
 
 import structlog
@@ -132,31 +133,50 @@ class QueueingHints:
         start = time.perf_counter()
         try:
             skip = fn(pod, old_obj, new_obj) == QueueingHint.QUEUE_SKIP
-            result = HINT_QUEUE_SKIP if skip else HINT_QUEUE
         except Exception as err:
-            log.error(
-                "QueueingHintFn returns error",
-                pod=pod.key,
-                plugin=plugin,
-                cluster_event=event.label,
-                error=repr(err),
-            )
-            skip = False
-            result = HINT_ERROR
-        key = (plugin, event.label, result)
+            return self.hint_failed(plugin, pod, event, err, start)
+        self._writes.observe(
+            self.duration_child(plugin, event.label, HINT_QUEUE_SKIP if skip else HINT_QUEUE),
+            time.perf_counter() - start,
+        )
+        return skip
+
+    def hint_failed(
+        self, plugin: str, pod: Pod, event: ClusterEvent, err: Exception, start: float
+    ) -> bool:
+        """A hint that raised: logged, timed as an Error, and taken as Queue (False)."""
+        log.error(
+            "QueueingHintFn returns error",
+            pod=pod.key,
+            plugin=plugin,
+            cluster_event=event.label,
+            error=repr(err),
+        )
+        self._writes.observe(
+            self.duration_child(plugin, event.label, HINT_ERROR), time.perf_counter() - start
+        )
+        return False
+
+    def duration_child(self, plugin: str, event_label: str, result: str) -> Any:
+        """scheduler_queueing_hint_execution_duration_seconds' child for these labels."""
+        key = (plugin, event_label, result)
         child = self._duration_children.get(key)
         if child is None:
             child = metrics.queueing_hint_execution_duration.labels(*key)
             self._duration_children[key] = child
-        self._writes.observe(child, time.perf_counter() - start)
-        return skip
+        return child
+
+    @property
+    def writes(self) -> DeferredMetrics:
+        return self._writes
 
 
 class EventCheck:
     """isPodWorthRequeuing for one cluster event: what depends on the event alone (wildcard,
-    the hints matching it per profile) is looked up once, not for each pod of the pool."""
+    the hints matching it per profile, their metric children) is looked up once, not for each
+    pod of the pool; each hint then costs one call and one deferred metric write."""
 
-    __slots__ = ("_event", "_hints", "_new", "_old", "_per_profile", "_wildcard")
+    __slots__ = ("_event", "_hints", "_new", "_observe", "_old", "_per_profile", "_wildcard")
 
     def __init__(self, hints: QueueingHints, event: ClusterEvent, old_obj: Any, new_obj: Any):
         self._hints = hints
@@ -164,15 +184,26 @@ class EventCheck:
         self._old = old_obj
         self._new = new_obj
         self._wildcard = event.is_wildcard()
+        self._observe = hints.writes.observe
         # profile -> (its hints matching the event, the plugins that registered any event)
-        self._per_profile: dict[str, tuple[list[PluginHint], frozenset[str]] | None] = {}
+        self._per_profile: dict[str, tuple[list[_BoundHint], frozenset[str]] | None] = {}
 
-    def _profile(self, profile: str) -> tuple[list[PluginHint], frozenset[str]] | None:
+    def _profile(self, profile: str) -> tuple[list[_BoundHint], frozenset[str]] | None:
         hints = self._hints
         if not hints.has_profile(profile):
             entry = None
         else:
-            entry = (hints.matching(profile, self._event), hints.registered(profile))
+            label = self._event.label
+            bound = [
+                (
+                    plugin,
+                    fn,
+                    hints.duration_child(plugin, label, HINT_QUEUE_SKIP),
+                    hints.duration_child(plugin, label, HINT_QUEUE),
+                )
+                for plugin, fn in hints.matching(profile, self._event)
+            ]
+            entry = (bound, hints.registered(profile))
         self._per_profile[profile] = entry
         return entry
 
@@ -198,13 +229,19 @@ class EventCheck:
             return Strategy.AFTER_BACKOFF
         matching, registered = entry
         strategy = Strategy.SKIP
-        for plugin, fn in matching:
+        for plugin, fn, skip_child, queue_child in matching:
             if plugin not in unschedulable and plugin not in pending:
                 continue
-            if fn is not None and self._hints.run_hint(
-                plugin, fn, pod, self._event, self._old, self._new
-            ):
-                continue
+            if fn is not None:
+                start = perf_counter()
+                try:
+                    skip = fn(pod, self._old, self._new) == QUEUE_SKIP
+                except Exception as err:
+                    skip = self._hints.hint_failed(plugin, pod, self._event, err, start)
+                else:
+                    self._observe(skip_child if skip else queue_child, perf_counter() - start)
+                if skip:
+                    continue
             if plugin in pending:
                 return Strategy.IMMEDIATELY
             if not pending:
@@ -220,3 +257,8 @@ class EventCheck:
                     return Strategy.IMMEDIATELY
                 strategy = Strategy.AFTER_BACKOFF
         return strategy
+
+
+# (plugin, hint fn or None, its duration children for QueueSkip and for Queue)
+_BoundHint = tuple[str, QueueingHintFn | None, Any, Any]
+QUEUE_SKIP = QueueingHint.QUEUE_SKIP

@@ -4,8 +4,8 @@ plugin is asked first next time (its events are the ones that can open the gate)
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
+from time import perf_counter
 
 import structlog
 
@@ -36,28 +36,31 @@ class PreEnqueueRunner:
         """Runs the profile's PreEnqueue plugins (the last gating plugin first); the first
         rejection gates the pod."""
         pod = pinfo.pod
-        plugins = self._plugins.get(pod.scheduler_name, ())
+        profile = pod.scheduler_name
+        plugins = self._plugins.get(profile, ())
         if not plugins:
             pinfo.gating_plugin = ""
             pinfo.gating_plugin_events = ()
             return
-        start = time.perf_counter()
+        start = perf_counter()
         code = Code.SUCCESS
         gating = pinfo.gating_plugin
         ordered = plugins
         if gating and plugins[0].name != gating:
-            ordered = self._gating_first(pod.scheduler_name, gating, plugins)
+            ordered = self._gating_first(profile, gating, plugins)
         for plugin in ordered:
-            status = self._run_plugin(plugin, pinfo)
-            if status is not None:
+            try:
+                status = plugin.pre_enqueue(pod)
+            except Exception as err:
+                status = Status.as_error(err, plugin.name)
+            if status is not None and status.code != Code.SUCCESS:
+                self._gate(plugin.name, pinfo, status)
                 code = status.code
                 break
         else:
             pinfo.gating_plugin = ""
             pinfo.gating_plugin_events = ()
-        self._metrics.pre_enqueue_duration(
-            code.label(), pod.scheduler_name, time.perf_counter() - start
-        )
+        self._metrics.pre_enqueue_duration(code, profile, perf_counter() - start)
 
     def _gating_first(
         self, profile: str, gating: str, plugins: tuple[PreEnqueuePlugin, ...]
@@ -69,23 +72,16 @@ class PreEnqueueRunner:
             self._gate_first[key] = ordered
         return ordered
 
-    def _run_plugin(self, plugin: PreEnqueuePlugin, pinfo: QueuedPodInfo) -> Status | None:
-        """None on success; otherwise the rejection, recorded on the pod as its gate."""
+    def _gate(self, name: str, pinfo: QueuedPodInfo, status: Status) -> None:
+        """Records plugin `name`'s rejection on the pod as its gate."""
         pod = pinfo.pod
-        try:
-            status = plugin.pre_enqueue(pod)
-        except Exception as err:
-            status = Status.as_error(err, plugin.name)
-        if status is None or status.code == Code.SUCCESS:
-            return None
-        name = plugin.name
         if name not in pinfo.unschedulable_plugins and name not in pinfo.pending_plugins:
             self._metrics.unschedulable_reason(name, pod.scheduler_name).inc()
         pinfo.unschedulable_plugins.add(name)
-        pinfo.gating_plugin = name
-        pinfo.gating_plugin_events = self._plugin_events.get(name, ())
+        if pinfo.gating_plugin != name:
+            pinfo.gating_plugin = name
+            pinfo.gating_plugin_events = self._plugin_events.get(name, ())
         if status.code == Code.ERROR:
             log.error("PreEnqueue plugin failed", pod=pod.key, plugin=name, err=status.message())
         elif debug_enabled():
             log.debug("PreEnqueue plugin rejected pod", pod=pod.key, plugin=name)
-        return status

@@ -14,6 +14,7 @@ from typing import Any
 from scheduler import metrics
 from scheduler.backend.queue.deferred_metrics import DeferredMetrics
 from scheduler.backend.queue.unschedulable import UnschedulablePool
+from scheduler.framework.status import Code
 from scheduler.framework.types import QueuedPodInfo
 
 _PRE_ENQUEUE = "PreEnqueue"
@@ -34,7 +35,7 @@ class QueueMetrics:
         self._pending_values: dict[str, int] = {}
         self._incoming_children: dict[tuple[str, str], tuple[Any, Any]] = {}
         self._reason_children: dict[tuple[str, str], Any] = {}
-        self._pre_enqueue_children: dict[tuple[str, str], Any] = {}
+        self._pre_enqueue_children: dict[tuple[Code, str], Any] = {}
 
     def set_pending(self, active: Sized, backoff: Sized, pool: UnschedulablePool) -> None:
         """scheduler_pending_pods per queue; only the values that changed are written."""
@@ -80,10 +81,12 @@ class QueueMetrics:
         for plugin in pinfo.unschedulable_plugins | pinfo.pending_plugins:
             self.unschedulable_reason(plugin, profile).dec()
 
-    def pre_enqueue_duration(self, code: str, profile: str, seconds: float) -> None:
+    def pre_enqueue_duration(self, code: Code, profile: str, seconds: float) -> None:
         key = (code, profile)
         child = self._pre_enqueue_children.get(key)
         if child is None:
-            child = metrics.framework_extension_point_duration.labels(_PRE_ENQUEUE, *key)
+            child = metrics.framework_extension_point_duration.labels(
+                _PRE_ENQUEUE, code.label(), profile
+            )
             self._pre_enqueue_children[key] = child
         self.writes.observe(child, seconds)
