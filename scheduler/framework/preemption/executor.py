@@ -11,6 +11,7 @@ is activated so it is retried at once.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -79,6 +80,8 @@ class Executor:
             VICTIM_PARALLELISM, thread_name_prefix="preemption-victim"
         )
         self.now: Callable[[], float] = time.time
+        #: The clock of the evicted-victims memory (a test sets its own).
+        self.monotonic: Callable[[], float] = time.monotonic
         # Victims whose deletion this scheduler asked for, until the informer has caught up:
         # uid -> when. A retry right after a preemption must not evict them again.
         self._evicted: dict[str, float] = {}
@@ -360,12 +363,19 @@ class Executor:
         )
 
     def _remember_evicted(self, victim: Pod) -> None:
-        now = time.monotonic()
+        """Entries are kept in eviction order, so the expired ones are the first: dropping
+        them costs what is dropped (a rebuild of the whole memory per eviction was quadratic
+        in a burst of more than EVICTED_MEMORY_SIZE evictions)."""
+        now = self.monotonic()
         with self._lock:
-            self._evicted[victim.uid] = now
-            if len(self._evicted) > EVICTED_MEMORY_SIZE:
+            evicted = self._evicted
+            evicted.pop(victim.uid, None)
+            evicted[victim.uid] = now
+            if len(evicted) > EVICTED_MEMORY_SIZE:
                 cutoff = now - EVICTED_MEMORY_SECONDS
-                self._evicted = {uid: t for uid, t in self._evicted.items() if t >= cutoff}
+                expired = list(itertools.takewhile(lambda item: item[1] < cutoff, evicted.items()))
+                for uid, _ in expired:
+                    del evicted[uid]
 
     def _clear_lower_priority_nominations(self, candidate: Candidate, preemptor: Pod) -> None:
         """Lower-priority pods nominated to the node may no longer fit there: let them retry."""
