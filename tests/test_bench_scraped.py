@@ -1,6 +1,13 @@
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from e2e.bench.scraped import gc_figures, gc_pauses
+from e2e.bench.scraped import (
+    gc_figures,
+    gc_pauses,
+    scrape,
+    scraped_figures,
+    work_counters,
+    work_figures,
+)
 from scheduler.metrics import exponential_buckets
 
 
@@ -40,3 +47,44 @@ def test_no_full_collection_has_no_longest() -> None:
     text = gc_pauses(generate_latest(registry).decode())
     figures = gc_figures(text, text)
     assert (figures["gc_full_collections"], figures["gc_full_max_ms_at_most"]) == (0, None)
+
+
+SCHEDULER_TEXT = """\
+# HELP scheduler_schedule_attempts_total Number of attempts to schedule pods.
+# TYPE scheduler_schedule_attempts_total counter
+scheduler_schedule_attempts_total{profile="a",result="scheduled"} %(scheduled_a)d
+scheduler_schedule_attempts_total{profile="b",result="scheduled"} 2
+scheduler_schedule_attempts_total{profile="a",result="unschedulable"} %(unschedulable)d
+# HELP scheduler_preemption_attempts_total Total preemption attempts in the cluster till now
+# TYPE scheduler_preemption_attempts_total counter
+scheduler_preemption_attempts_total %(preemptions)d
+# HELP scheduler_preemption_victims Number of selected preemption victims
+# TYPE scheduler_preemption_victims histogram
+scheduler_preemption_victims_bucket{le="1"} 0
+scheduler_preemption_victims_bucket{le="+Inf"} %(preemptions)d
+scheduler_preemption_victims_sum %(victims)d
+scheduler_preemption_victims_count %(preemptions)d
+"""
+
+
+def test_work_figures_are_the_counters_increase_summed_over_profiles() -> None:
+    before = work_counters(
+        SCHEDULER_TEXT % {"scheduled_a": 1, "unschedulable": 4, "preemptions": 1, "victims": 4}
+    )
+    after = work_counters(
+        SCHEDULER_TEXT % {"scheduled_a": 11, "unschedulable": 34, "preemptions": 6, "victims": 24}
+    )
+    assert work_figures(before, after) == {
+        "attempts_scheduled": 10,
+        "attempts_unschedulable": 30,
+        "preemption_attempts": 5,
+        "preemption_victims": 20,
+    }
+
+
+def test_a_scheduler_whose_metrics_cannot_be_read_has_no_figures() -> None:
+    def refused() -> str:
+        raise ConnectionRefusedError("connection refused")
+
+    assert scrape(refused, pauses=False) is None
+    assert scraped_figures(None, None) == {}

@@ -36,8 +36,8 @@ from e2e.bench.measure import (
 from e2e.bench.pacing import Pacing, create_paced
 from e2e.bench.pinning import Pinned, capacity_cpus, format_cpus, thread_cpus
 from e2e.bench.rest import CreateError, RestClient
-from e2e.bench.schedulers import running_scheduler, scheduler_config
-from e2e.bench.scraped import gc_figures, scrape
+from e2e.bench.schedulers import KUBE_PYSCHED, running_scheduler, scheduler_config
+from e2e.bench.scraped import scrape, scraped_figures
 from e2e.bench.workload import (
     PRIORITY_CLASSES,
     NodeTemplate,
@@ -370,7 +370,7 @@ class Run:
                 raise TimeoutError("background or churn did not start")
             pids = self._pids(pid)
             usage_before, cpu_before = process_usage(pid), cpu_snapshot(pids)
-            gc_before = scrape(metrics)
+            scraped_before = scrape(metrics, pauses=self.which == KUBE_PYSCHED)
             start = time.monotonic()
             pacing: Pacing | None = None
             if self.workload.owner:
@@ -387,7 +387,7 @@ class Run:
             created_seconds = time.monotonic() - start
             self._wait_bound(watcher, set(names))
             usage_after, cpu_after = process_usage(pid), cpu_snapshot(pids)
-            gc_after = scrape(metrics)
+            scraped_after = scrape(metrics, pauses=self.which == KUBE_PYSCHED)
         finally:
             stop.set()
             for thread in helpers:
@@ -408,8 +408,7 @@ class Run:
                 **cpu_breakdown(cpu_before, cpu_after),
             }
         )
-        if gc_before is not None and gc_after is not None:
-            figures.update(gc_figures(gc_before, gc_after))
+        figures.update(scraped_figures(scraped_before, scraped_after))
         figures["mode"] = self.mode
         if pacing is not None:
             figures.update(pacing.figures())

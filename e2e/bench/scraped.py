@@ -1,6 +1,8 @@
-"""Figures from kube-pysched's own /metrics, scraped before and after the measured window.
+"""Figures from the scheduler's own /metrics, scraped before and after the measured window.
 
-kube-pysched only: kube-scheduler has no such families. The GC pause histogram
+Both schedulers: the scheduling attempts by result and the preemption attempts and victims,
+so a difference in CPU per pod can be read against a difference in work (a preemptor tried
+more often, more preemptions). kube-pysched only: the GC pause histogram
 (kube_pysched_gc_pause_seconds) says how long the interpreter's collections held the process
 while the measured pods were scheduled, which /proc's CPU time cannot separate.
 """
@@ -9,11 +11,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 GC_PAUSE = "kube_pysched_gc_pause_seconds"
+ATTEMPTS = "scheduler_schedule_attempts"
+PREEMPTION_ATTEMPTS = "scheduler_preemption_attempts"
+PREEMPTION_VICTIMS = "scheduler_preemption_victims"
 
 #: generation -> (count, sum in seconds, {bucket upper bound: cumulative count})
 Pauses = dict[str, tuple[float, float, dict[float, float]]]
@@ -64,6 +70,55 @@ def gc_figures(before: Pauses, after: Pauses) -> dict[str, Any]:
     }
 
 
-def scrape(fetch: Callable[[], str] | None) -> Pauses | None:
-    """The pauses now, or None for a scheduler without the family (kube-scheduler)."""
-    return gc_pauses(fetch()) if fetch is not None else None
+def work_counters(text: str) -> dict[str, float]:
+    """Attempts by result (all profiles), preemption attempts and victims, as exposed now."""
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if family.name == ATTEMPTS and sample.name == f"{ATTEMPTS}_total":
+                key = f"attempts_{sample.labels.get('result', '')}"
+            elif family.name == PREEMPTION_ATTEMPTS and sample.name.endswith("_total"):
+                key = "preemption_attempts"
+            elif family.name == PREEMPTION_VICTIMS and sample.name.endswith("_sum"):
+                key = "preemption_victims"
+            else:
+                continue
+            out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
+def work_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
+    """The counters' increase over the window (attempts_scheduled, attempts_unschedulable,
+    attempts_error, preemption_attempts, preemption_victims)."""
+    return {key: round(value - before.get(key, 0.0)) for key, value in sorted(after.items())}
+
+
+@dataclass(frozen=True)
+class Scrape:
+    """One reading of a scheduler's /metrics: its work counters and (kube-pysched) GC pauses."""
+
+    work: dict[str, float]
+    pauses: Pauses | None
+
+
+def scrape(fetch: Callable[[], str] | None, *, pauses: bool) -> Scrape | None:
+    """A reading now, or None when the scheduler's /metrics cannot be fetched (recorded as a
+    missing figure, never as zero). `pauses`: the scheduler exports the GC family."""
+    if fetch is None:
+        return None
+    try:
+        text = fetch()
+    except (OSError, RuntimeError) as err:
+        print(f"warning: could not scrape the scheduler's /metrics: {err}")
+        return None
+    return Scrape(work_counters(text), gc_pauses(text) if pauses else None)
+
+
+def scraped_figures(before: Scrape | None, after: Scrape | None) -> dict[str, Any]:
+    """The window's figures from two readings (nothing if either is missing)."""
+    if before is None or after is None:
+        return {}
+    figures: dict[str, Any] = dict(work_figures(before.work, after.work))
+    if before.pauses is not None and after.pauses is not None:
+        figures.update(gc_figures(before.pauses, after.pauses))
+    return figures
