@@ -38,7 +38,14 @@ log = structlog.get_logger(__name__)
 OPERATION = "preemption"
 PREEMPTOR_TYPE = "pod"
 GROUP_PREEMPTOR_TYPE = "podgroup"
-VICTIM_PARALLELISM = 16
+# kube-scheduler runs each asynchronous preemption in a goroutine of its own and evicts its
+# victims with 16 workers each, so nothing waits for a free worker. Threads are dearer, but these
+# only wait on API calls: the pools are sized for the bursts a scheduling loop can produce
+# (about 50 preemptions a second at 1000 nodes, each a quarter second of round trips). Sized by
+# the CPU count, as ThreadPoolExecutor's default is, the jobs queued: at 1000 nodes a preemptor's
+# victims were evicted up to 29 s after its cycle chose them (docs/benchmarks.md, session 21).
+PREEMPTION_JOBS = 64
+VICTIM_PARALLELISM = 64
 # How long an eviction is remembered (the informer reports the deletion long before) and how
 # many entries are kept before old ones are dropped.
 EVICTED_MEMORY_SECONDS = 300.0
@@ -75,7 +82,11 @@ class Executor:
         self._closed = False
         self._preempting: set[str] = set()
         self._last_victim: dict[str, _LastVictim] = {}
-        self._jobs = ThreadPoolExecutor(thread_name_prefix="preemption") if async_enabled else None
+        self._jobs = (
+            ThreadPoolExecutor(PREEMPTION_JOBS, thread_name_prefix="preemption")
+            if async_enabled
+            else None
+        )
         self._victim_calls = ThreadPoolExecutor(
             VICTIM_PARALLELISM, thread_name_prefix="preemption-victim"
         )
