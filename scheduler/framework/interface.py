@@ -9,7 +9,7 @@ has no batch form or returns None from it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -349,8 +349,8 @@ class PodNominator(Protocol):
 
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]: ...
 
-    def nominated_pods_by_node(self) -> dict[str, list[Pod]]:
-        """nominated_pods_for_node of every node that has nominated pods."""
+    def nominated_pods_by_node(self) -> Mapping[str, Sequence[Pod]]:
+        """nominated_pods_for_node of every node that has nominated pods (read-only)."""
         ...
 
     def nominated_node_for(self, uid: str) -> str | None: ...

@@ -9,7 +9,7 @@ scheduler: binding and API-dispatcher threads write while the test thread waits.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -163,7 +163,7 @@ class FakeNominator:
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return list(self.by_node.get(node_name, ()))
 
-    def nominated_pods_by_node(self) -> dict[str, list[Pod]]:
+    def nominated_pods_by_node(self) -> Mapping[str, Sequence[Pod]]:
         return {node: list(pods) for node, pods in self.by_node.items() if pods}
 
     def nominated_node_for(self, uid: str) -> str | None:

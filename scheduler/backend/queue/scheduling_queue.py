@@ -171,7 +171,7 @@ class SchedulingQueue:
     def nominated_node_names(self) -> set[str]:
         return self._nominator.nominated_node_names()
 
-    def nominated_pods_by_node(self) -> dict[str, list[Pod]]:
+    def nominated_pods_by_node(self) -> Mapping[str, Sequence[Pod]]:
         return self._nominator.nominated_pods_by_node()
 
     def _current_pods(self, pods: list[Pod]) -> list[Pod | None]:

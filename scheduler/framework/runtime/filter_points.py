@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
 
 import structlog
 
@@ -234,7 +235,7 @@ class FilterPoints(FrameworkBase):
         return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
 
 
-def _counting_against(pod: Pod, nominated: list[Pod]) -> list[Pod]:
+def _counting_against(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:
     """The nominated pods that count against `pod` on their node: priority >= its own,
     other than itself."""
     return [p for p in nominated if p.priority >= pod.priority and p.uid != pod.uid]

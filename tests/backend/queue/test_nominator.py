@@ -112,3 +112,22 @@ def test_queue_add_nominated_pod_accepts_post_filter_nominating_info() -> None:
     assert q.nominated_pods_for_node("n9") == [pod]
     q.delete_nominated_pod_if_exists(pod)
     assert q.nominated_pods_for_node("n9") == []
+
+
+def test_pods_by_node_is_reused_until_a_nomination_or_a_pod_version_changes() -> None:
+    q = make_queue(FakeClock())
+    a, b = make_pod("a", nominated_node_name="n1"), make_pod("b", nominated_node_name="n2")
+    q.add(a)
+    q.add(b)
+    first = q.nominated_pods_by_node()
+    assert first == {"n1": [a], "n2": [b]}
+    assert q.nominated_pods_by_node() is first  # nothing changed: the same read-only mapping
+    relabeled = replace_pod(a, labels={"x": "y"}, resource_version="2")
+    q.update(a, relabeled)
+    assert q.nominated_pods_by_node() == {"n1": [relabeled], "n2": [b]}
+    q.delete(b)
+    assert q.nominated_pods_by_node() == {"n1": [relabeled]}
+    c = make_pod("c", nominated_node_name="n1")
+    q.add(c)
+    assert q.nominated_pods_by_node() == {"n1": [relabeled, c]}
+    assert first == {"n1": [a], "n2": [b]}  # an earlier answer is never changed afterwards
