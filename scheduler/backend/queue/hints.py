@@ -8,7 +8,6 @@ plugin that rejected it registered that event and its hint says Queue.
 from __future__ import annotations
 
 import enum
-import time
 from collections.abc import Mapping, Sequence
 from time import perf_counter
 from typing import Any
@@ -120,27 +119,6 @@ class QueueingHints:
         """worth_requeuing for one event, asked for many pods (a move of the pool)."""
         return EventCheck(self, event, old_obj, new_obj)
 
-    def run_hint(
-        self,
-        plugin: str,
-        fn: QueueingHintFn,
-        pod: Pod,
-        event: ClusterEvent,
-        old_obj: Any,
-        new_obj: Any,
-    ) -> bool:
-        """True when the hint says QueueSkip. An exception counts as Queue."""
-        start = time.perf_counter()
-        try:
-            skip = fn(pod, old_obj, new_obj) == QueueingHint.QUEUE_SKIP
-        except Exception as err:
-            return self.hint_failed(plugin, pod, event, err, start)
-        self._writes.observe(
-            self.duration_child(plugin, event.label, HINT_QUEUE_SKIP if skip else HINT_QUEUE),
-            time.perf_counter() - start,
-        )
-        return skip
-
     def hint_failed(
         self, plugin: str, pod: Pod, event: ClusterEvent, err: Exception, start: float
     ) -> bool:
@@ -153,7 +131,7 @@ class QueueingHints:
             error=repr(err),
         )
         self._writes.observe(
-            self.duration_child(plugin, event.label, HINT_ERROR), time.perf_counter() - start
+            self.duration_child(plugin, event.label, HINT_ERROR), perf_counter() - start
         )
         return False
 

@@ -377,8 +377,8 @@ class Executor:
         """Entries are kept in eviction order, so the expired ones are the first: dropping
         them costs what is dropped (a rebuild of the whole memory per eviction was quadratic
         in a burst of more than EVICTED_MEMORY_SIZE evictions)."""
-        now = self.monotonic()
         with self._lock:
+            now = self.monotonic()  # read under the lock, so entries stay in time order
             evicted = self._evicted
             evicted.pop(victim.uid, None)
             evicted[victim.uid] = now
