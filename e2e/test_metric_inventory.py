@@ -13,7 +13,6 @@ kube-pysched implements are compared the same way.
 from __future__ import annotations
 
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from e2e.cluster import ControlPlane, wait_for
 from e2e.cluster.nodes import NodeFactory
-from e2e.cluster.readiness import tls_context
+from e2e.cluster.readiness import get_text, tls_context
 from e2e.preemption_scenarios import create_priority_classes, delete_priority_classes
 from e2e.pysched import default_config
 from e2e.test_scheduling import Factory, unique, wait_bound, wait_unschedulable
@@ -108,12 +107,6 @@ def differences(reference: Inventory, ours: Inventory) -> list[str]:
                 f"\n    kube-pysched   {our_help!r}"
             )
     return lines
-
-
-def _scrape_https(url: str, ca: Path) -> str:
-    with urllib.request.urlopen(url, timeout=10, context=tls_context(ca)) as resp:
-        body: bytes = resp.read()
-    return body.decode()
 
 
 @pytest.fixture
@@ -204,12 +197,12 @@ def test_pysched_exports_kube_schedulers_metric_families(
         ca = local_control_plane.ca_cert
 
         def scraped_leader() -> bool | str:
-            text = _scrape_https(ks.metrics_url, ca)
+            text = get_text(ks.metrics_url, tls_context(ca))
             return "leader_election_master_status{" in text or "no leader status yet"
 
         wait_for(scraped_leader, timeout=30, what="kube-scheduler's leader_election status")
         time.sleep(1)  # the async metric recorder flushes every second
-        ks_text = _scrape_https(ks.metrics_url, ca)
+        ks_text = get_text(ks.metrics_url, tls_context(ca))
     finally:
         ks.stop()
     py_text = ours.metrics()

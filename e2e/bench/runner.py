@@ -369,8 +369,9 @@ class Run:
             if not self._lead_in.wait(60):
                 raise TimeoutError("background or churn did not start")
             pids = self._pids(pid)
+            exports_gc = self.which == KUBE_PYSCHED
             usage_before, cpu_before = process_usage(pid), cpu_snapshot(pids)
-            scraped_before = scrape(metrics, pauses=self.which == KUBE_PYSCHED)
+            scraped_before = scrape(metrics, pauses=exports_gc)
             start = time.monotonic()
             pacing: Pacing | None = None
             if self.workload.owner:
@@ -387,7 +388,7 @@ class Run:
             created_seconds = time.monotonic() - start
             self._wait_bound(watcher, set(names))
             usage_after, cpu_after = process_usage(pid), cpu_snapshot(pids)
-            scraped_after = scrape(metrics, pauses=self.which == KUBE_PYSCHED)
+            scraped_after = scrape(metrics, pauses=exports_gc)
         finally:
             stop.set()
             for thread in helpers:

@@ -10,7 +10,6 @@ is reported "not supported yet" for kube-pysched.
 from __future__ import annotations
 
 import functools
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from e2e.bench.workload import SCHEDULER_NAME, Workload
 from e2e.cluster import ControlPlane
 from e2e.cluster.build import ensure_scheduler_plugins
 from e2e.cluster.controlplane import feature_gate_flags
-from e2e.cluster.readiness import tls_context
+from e2e.cluster.readiness import get_text, tls_context
 from e2e.pysched import Pysched
 from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
 from scheduler.plugins.missing import GUARDS
@@ -75,14 +74,6 @@ class RunningScheduler:
     metrics: Callable[[], str] | None = None  # the scheduler's /metrics text
 
 
-def _https_text(url: str, ca: Path) -> str:
-    """GET over TLS verified by the control plane's CA (kube-scheduler serves /metrics to
-    anyone on the loopback address with the control plane's flags)."""
-    with urllib.request.urlopen(url, timeout=10, context=tls_context(ca)) as resp:
-        body: bytes = resp.read()
-    return body.decode()
-
-
 @contextmanager
 def running_scheduler(
     which: str,
@@ -115,7 +106,7 @@ def running_scheduler(
             yield RunningScheduler(
                 handle.pid,
                 handle.process.log_path,
-                metrics=functools.partial(_https_text, handle.metrics_url, cp.ca_cert),
+                metrics=functools.partial(get_text, handle.metrics_url, tls_context(cp.ca_cert)),
             )
         finally:
             handle.stop()

@@ -90,6 +90,13 @@ def http_get(
         return 0, str(exc)
 
 
+def get_text(url: str, context: ssl.SSLContext | None = None, timeout: float = 10.0) -> str:
+    """GET ``url``'s body; raises when it does not answer 200 (urllib's errors are OSErrors)."""
+    with urllib.request.urlopen(url, timeout=timeout, context=context) as resp:
+        body: bytes = resp.read()
+    return body.decode()
+
+
 def probe(url: str, context: ssl.SSLContext | None = None, expect: str | None = None) -> bool | str:
     """A ``wait_for`` check: True when ``url`` answers 200 (and contains ``expect``)."""
     status, body = http_get(url, context)

@@ -79,14 +79,10 @@ class Nominator:
                 flat = [pod for pods in by_node.values() for pod in pods]
                 snapshot = _Snapshot(self._version, by_node, flat)
                 self._snapshot = snapshot
-        if self._lookup is None:
+        current = self._current_versions(snapshot.pods)
+        if all(now is pod for now, pod in zip(current, snapshot.pods, strict=True)):
             return snapshot.by_node
-        current = self._lookup(snapshot.pods)
-        if all(now is None or now is pod for now, pod in zip(current, snapshot.pods, strict=True)):
-            return snapshot.by_node
-        versions = iter(
-            pod if now is None else now for pod, now in zip(snapshot.pods, current, strict=True)
-        )
+        versions = iter(current)
         return {node: [next(versions) for _ in pods] for node, pods in snapshot.by_node.items()}
 
     def _current_versions(self, pods: list[Pod]) -> list[Pod]:
