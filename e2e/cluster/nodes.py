@@ -32,6 +32,9 @@ NODE_IP_RANGE = ipaddress.IPv4Network("172.16.0.0/12")
 
 #: System pods Kubernetes' e2e framework (``e2enode.WaitForTotalHealthy``) wants running on
 #: every schedulable node; without them each sig-scheduling BeforeEach waits out a minute.
+#: Put on new nodes by the API server, lifted by the node lifecycle controller once Ready.
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
 NODE_AGENTS = ("kube-proxy", "fluentd-elasticsearch", "node-problem-detector")
 
 #: The ``kwok_nodes`` fixture's type: ``(count, **create_kwok_node args) -> Ready nodes``.
@@ -201,7 +204,8 @@ def create_kwok_nodes(
 def wait_nodes_ready(
     client_or_kubeconfig: ClientLike, names: Iterable[str], timeout: float = 60.0
 ) -> None:
-    """Poll until every named node reports Ready=True (kwok's node-initialize stage)."""
+    """Poll until every named node reports Ready=True (kwok's node-initialize stage) and the
+    node lifecycle controller has lifted its not-ready taint."""
     api = core_v1(client_or_kubeconfig)
     pending = set(names)
 
@@ -242,5 +246,11 @@ def delete_kwok_nodes(client_or_kubeconfig: ClientLike, names: Iterable[str]) ->
 
 
 def _is_ready(node: k8s.V1Node) -> bool:
+    """Ready=True, and no longer tainted not-ready: the API server taints every new node
+    (admission plugin TaintNodesByCondition) until the node lifecycle controller sees it Ready,
+    and a scheduler test that starts before that meets an untolerated taint."""
     conditions = (node.status and node.status.conditions) or []
-    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+    taints = (node.spec and node.spec.taints) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions) and not any(
+        t.key == NOT_READY_TAINT for t in taints
+    )
