@@ -1,5 +1,6 @@
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
+from e2e.bench.report import WORK_COLUMNS, markdown_table
 from e2e.bench.scraped import (
     gc_figures,
     gc_pauses,
@@ -88,3 +89,24 @@ def test_a_scheduler_whose_metrics_cannot_be_read_has_no_figures() -> None:
 
     assert scrape(refused, pauses=False) is None
     assert scraped_figures(None, None) == {}
+
+
+def test_the_work_table_compares_the_attempts_of_both_schedulers() -> None:
+    def run(scheduler: str, unschedulable: int) -> dict[str, object]:
+        figures = {"attempts_scheduled": 1000, "attempts_unschedulable": unschedulable}
+        return {"workload": "W", "size": "1000", "scheduler": scheduler, "figures": figures}
+
+    older = {"workload": "V", "size": "1000", "scheduler": "kube-pysched", "figures": {}}
+    rows = markdown_table(
+        [run("kube-scheduler", 1000), run("kube-pysched", 3000), older], WORK_COLUMNS
+    ).splitlines()
+    assert rows[0] == (
+        "| workload | size | scheduler | mode | scheduled | unschedulable | error "
+        "| preemptions | victims |"
+    )
+    assert rows[2:] == [
+        "| W | 1000 | kube-scheduler | live | 1000 | 1000 | - | - | - |",
+        "| W | 1000 | kube-pysched | live | 1000 | 3000 | - | - | - |",
+        "| W | 1000 | *ratio py/ks* | live | 1.00 | 3.00 | - | - | - |",
+        "| V | 1000 | kube-pysched | live | - | - | - | - | - |",  # recorded before the figures
+    ]

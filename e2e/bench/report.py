@@ -35,6 +35,15 @@ COLUMNS = (
     ("create_rate", "create/s"),
 )
 
+# What each scheduler did in the measured window (scraped from its /metrics; e2e.bench.scraped).
+WORK_COLUMNS = (
+    ("attempts_scheduled", "scheduled"),
+    ("attempts_unschedulable", "unschedulable"),
+    ("attempts_error", "error"),
+    ("preemption_attempts", "preemptions"),
+    ("preemption_victims", "victims"),
+)
+
 
 def machine_facts() -> dict[str, Any]:
     """What the figures depend on besides the code: versions, CPU, memory, load."""
@@ -214,12 +223,15 @@ def ratio(pysched: float, kube_scheduler: float) -> str:
     return f"{pysched / kube_scheduler:.2f}"
 
 
-def markdown_table(records: Sequence[dict[str, Any]]) -> str:
-    """The comparison as a Markdown table (for docs/benchmarks.md)."""
-    titles = [title for _, title in COLUMNS]
+def markdown_table(
+    records: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]] = COLUMNS
+) -> str:
+    """The comparison as a Markdown table (for docs/benchmarks.md): `columns` of
+    the figures (WORK_COLUMNS: the scheduling attempts, which explain the CPU)."""
+    titles = [title for _, title in columns]
     lines = [
         "| workload | size | scheduler | mode | " + " | ".join(titles) + " |",
-        "| --- | --- | --- | --- | " + " | ".join("---:" for _ in COLUMNS) + " |",
+        "| --- | --- | --- | --- | " + " | ".join("---:" for _ in columns) + " |",
     ]
     footnotes: list[str] = []
     for (workload, size, mode), runs in _group(records).items():
@@ -229,15 +241,15 @@ def markdown_table(records: Sequence[dict[str, Any]]) -> str:
                 continue
             head = f"| {workload} | {size} | {which} | {mode_cell(r)} |"
             if "figures" not in r:
-                blank = " | ".join("" for _ in COLUMNS[1:])
+                blank = " | ".join("" for _ in columns[1:])
                 lines.append(f"{head} {not_measured(r)} | {blank} |")
                 continue
-            cells = " | ".join(_cell(r["figures"], k) for k, _ in COLUMNS)
+            cells = " | ".join(_cell(r["figures"], k) for k, _ in columns)
             lines.append(f"{head} {cells} |")
             footnotes += [f"* {workload} {size} {which} {mode}: {n}" for n in notes(r)]
         ks, py = runs.get(KUBE_SCHEDULER), runs.get(KUBE_PYSCHED)
         if ks and py and "figures" in ks and "figures" in py:
-            cells = " | ".join(_ratio_cell(py["figures"], ks["figures"], k) for k, _ in COLUMNS)
+            cells = " | ".join(_ratio_cell(py["figures"], ks["figures"], k) for k, _ in columns)
             lines.append(f"| {workload} | {size} | *ratio py/ks* | {mode} | {cells} |")
     return "\n".join(lines + (["", *footnotes] if footnotes else []))
 
@@ -359,6 +371,9 @@ def main(argv: Sequence[str]) -> int:
         print(table(records))
         print()
         print(markdown_table(records))
+        if any(k in r.get("figures", {}) for r in records for k, _ in WORK_COLUMNS):
+            print()
+            print(markdown_table(records, WORK_COLUMNS))
     cpu = markdown_cpu_table(gangs + records)
     if cpu:
         print()
