@@ -76,6 +76,7 @@ def test_work_figures_are_the_counters_increase_summed_over_profiles() -> None:
         SCHEDULER_TEXT % {"scheduled_a": 11, "unschedulable": 34, "preemptions": 6, "victims": 24}
     )
     assert work_figures(before, after) == {
+        "attempts_error": 0,  # no series: no attempt ended in an error
         "attempts_scheduled": 10,
         "attempts_unschedulable": 30,
         "preemption_attempts": 5,

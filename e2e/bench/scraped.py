@@ -87,10 +87,20 @@ def work_counters(text: str) -> dict[str, float]:
     return out
 
 
+#: Every figure work_figures gives: a counter with no series yet (no attempt ended that way)
+#: counts as zero, since the scrape itself succeeded.
+WORK_FIGURES = (
+    "attempts_error",
+    "attempts_scheduled",
+    "attempts_unschedulable",
+    "preemption_attempts",
+    "preemption_victims",
+)
+
+
 def work_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
-    """The counters' increase over the window (attempts_scheduled, attempts_unschedulable,
-    attempts_error, preemption_attempts, preemption_victims)."""
-    return {key: round(value - before.get(key, 0.0)) for key, value in sorted(after.items())}
+    """The counters' increase over the window, for each of WORK_FIGURES."""
+    return {key: round(after.get(key, 0.0) - before.get(key, 0.0)) for key in WORK_FIGURES}
 
 
 @dataclass(frozen=True)
