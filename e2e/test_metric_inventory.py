@@ -194,15 +194,15 @@ def test_pysched_exports_kube_schedulers_metric_families(
         ours = pysched(_leader_config(py_name, namespace, unique("lease")))
         _workload(core_v1, namespace, ks_name, ks_group, priorities)
         _workload(core_v1, namespace, py_name, py_group, priorities)
-        ca = local_control_plane.ca_cert
+        context = tls_context(local_control_plane.ca_cert)
 
         def scraped_leader() -> bool | str:
-            text = get_text(ks.metrics_url, tls_context(ca))
+            text = get_text(ks.metrics_url, context)
             return "leader_election_master_status{" in text or "no leader status yet"
 
         wait_for(scraped_leader, timeout=30, what="kube-scheduler's leader_election status")
         time.sleep(1)  # the async metric recorder flushes every second
-        ks_text = get_text(ks.metrics_url, tls_context(ca))
+        ks_text = get_text(ks.metrics_url, context)
     finally:
         ks.stop()
     py_text = ours.metrics()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.bench.schedulers import KUBE_PYSCHED, KUBE_SCHEDULER, SCHEDULERS
+from e2e.bench.scraped import WORK_FIGURES
 from e2e.cluster import KUBERNETES_VERSION, KWOK_VERSION
 from scheduler import __version__ as PYSCHED_VERSION
 
@@ -36,12 +37,12 @@ COLUMNS = (
 )
 
 # What each scheduler did in the measured window (scraped from its /metrics; e2e.bench.scraped).
-WORK_COLUMNS = (
-    ("attempts_scheduled", "scheduled"),
-    ("attempts_unschedulable", "unschedulable"),
-    ("attempts_error", "error"),
-    ("preemption_attempts", "preemptions"),
-    ("preemption_victims", "victims"),
+WORK_COLUMNS = tuple(
+    zip(
+        WORK_FIGURES,
+        ("scheduled", "unschedulable", "error", "preemptions", "victims"),
+        strict=True,
+    )
 )
 
 

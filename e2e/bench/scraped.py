@@ -87,12 +87,12 @@ def work_counters(text: str) -> dict[str, float]:
     return out
 
 
-#: Every figure work_figures gives: a counter with no series yet (no attempt ended that way)
-#: counts as zero, since the scrape itself succeeded.
+#: Every figure work_figures gives, in the report's column order: a counter with no series
+#: yet (no attempt ended that way) counts as zero, since the scrape itself succeeded.
 WORK_FIGURES = (
-    "attempts_error",
     "attempts_scheduled",
     "attempts_unschedulable",
+    "attempts_error",
     "preemption_attempts",
     "preemption_victims",
 )

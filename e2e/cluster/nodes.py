@@ -30,11 +30,11 @@ KWOK_NODE_LABELS = {"type": "kwok"}
 #: Node InternalIPs are taken from here (disjoint from the pod and service ranges).
 NODE_IP_RANGE = ipaddress.IPv4Network("172.16.0.0/12")
 
-#: System pods Kubernetes' e2e framework (``e2enode.WaitForTotalHealthy``) wants running on
-#: every schedulable node; without them each sig-scheduling BeforeEach waits out a minute.
 #: Put on new nodes by the API server, lifted by the node lifecycle controller once Ready.
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
+#: System pods Kubernetes' e2e framework (``e2enode.WaitForTotalHealthy``) wants running on
+#: every schedulable node; without them each sig-scheduling BeforeEach waits out a minute.
 NODE_AGENTS = ("kube-proxy", "fluentd-elasticsearch", "node-problem-detector")
 
 #: The ``kwok_nodes`` fixture's type: ``(count, **create_kwok_node args) -> Ready nodes``.
