@@ -522,7 +522,10 @@ class Run:
             n = sum(1 for c in claims if c.get("status", {}).get("phase") == "Bound")
             return n >= len(pods) or f"{n}/{len(pods)} claims Bound"
 
-        wait_for(bound, timeout=max(120.0, 0.05 * len(pods)), what="the run's claims Bound")
+        # The PV controller binds one claim at a time with four writes; at 5000 nodes, beside
+        # kwok's node leases, it managed 9-12 claims/s on a 2-core machine (session 24), so
+        # allow 0.2 s per claim (20 minutes for 5000's 6000 claims).
+        wait_for(bound, timeout=max(120.0, 0.2 * len(pods)), what="the run's claims Bound")
 
     def create_nodes(
         self, indexes: Iterable[int], *, template: NodeTemplate | None = None
