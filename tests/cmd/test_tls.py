@@ -7,6 +7,9 @@ import http.client
 import ipaddress
 import json
 import ssl
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,8 +22,9 @@ from cryptography.x509.oid import NameOID
 from scheduler.api.json_types import Json
 from scheduler.clock import FakeClock
 from scheduler.cmd.auth import Authenticator, Authorizer, RequestGuard, TokenAuthenticator
+from scheduler.cmd.selfsigned import generate_self_signed
 from scheduler.cmd.server import HealthServer
-from scheduler.cmd.tls import TLSConfigError, generate_self_signed, server_context
+from scheduler.cmd.tls import TLSConfigError, server_context
 
 
 def _certs(pem: bytes) -> list[x509.Certificate]:
@@ -248,3 +252,25 @@ def test_generated_pair_without_memfd_leaves_no_files(
     ctx = server_context()
     assert ctx.minimum_version == ssl.TLSVersion.TLSv1_2
     assert list(tmp_path.iterdir()) == []
+
+
+def test_given_certificate_needs_no_cryptography(tmp_path: Path) -> None:
+    """`cryptography` (about 8 MiB resident) is loaded only to generate a pair: not by the app's
+    imports, nor for a given certificate."""
+    pair = generate_self_signed("127.0.0.1")
+    (tmp_path / "tls.crt").write_bytes(pair.cert_pem)
+    (tmp_path / "tls.key").write_bytes(pair.key_pem)
+    cert, key = str(tmp_path / "tls.crt"), str(tmp_path / "tls.key")
+    probe = textwrap.dedent(
+        f"""
+        import sys
+        import scheduler.cmd.app
+        from scheduler.cmd.tls import server_context
+        server_context(cert_file={cert!r}, key_file={key!r})
+        print(sorted(m for m in sys.modules if m.split(".")[0] == "cryptography"))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
