@@ -18,6 +18,8 @@ from kubernetes import client as k8s
 
 from e2e.bench import __main__ as bench_main
 from e2e.bench.__main__ import run_workloads
+from e2e.bench.attempts import parse_line
+from e2e.bench.attempts import summarize as summarize_attempts
 from e2e.bench.gangs import (
     COSCHEDULING,
     GANG_SCHEDULING,
@@ -353,6 +355,31 @@ def test_a_paced_run_records_the_asked_and_achieved_creation_rates(
         assert 0 <= figures["create_lag_p50_ms"] <= figures["create_lag_max_ms"]
         assert 0 < figures["latency_p50_ms"] <= figures["latency_p99_ms"]
         assert "qps 100" in table(records)
+
+
+def test_verbose_runs_keep_both_logs_and_name_each_failed_preemption_attempt(
+    local_control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    records = run_workloads(
+        ["PreemptionBasic"],
+        "small",
+        [KUBE_SCHEDULER, KUBE_PYSCHED],
+        control_plane=local_control_plane,
+        results_dir=tmp_path,
+        deadline=120,
+        verbosity=2,
+    )
+    measured = WORKLOADS["PreemptionBasic"].sizes["small"].measured_pods
+    for record in records:
+        log = Path(record["scheduler_log"])
+        # kube-scheduler's log is copied out of the control plane's folder when it stops.
+        assert log.parent == tmp_path / "logs" and log.is_file(), record
+        lines = [line for text in log.read_text().splitlines() if (line := parse_line(text))]
+        summary = summarize_attempts(lines)
+        # Every measured pod preempts: its first attempt fails, naming the chosen node.
+        assert summary.pods == summary.bound == measured, (record["scheduler"], summary)
+        assert summary.failed >= measured
+        assert any(r.startswith("found a potential placement") for r in summary.reasons)
 
 
 # --- the gang benchmark (issue 17, e2e/bench/gangs.py) ----------------------------------------

@@ -59,6 +59,7 @@ def run_workloads(
     backlog: bool = False,
     capacity: bool = False,
     create_qps: float | None = None,
+    verbosity: int | None = None,
 ) -> list[dict[str, Any]]:
     """Runs every (workload, scheduler) pair in order; one record per pair, also as JSON."""
     workloads = load_workloads()
@@ -84,6 +85,7 @@ def run_workloads(
                         backlog,
                         capacity=capacity,
                         create_qps=create_qps,
+                        verbosity=verbosity,
                     )
                     leftover = record.get("cleanup_failed")
                 else:
@@ -115,6 +117,7 @@ def _run_one(
     *,
     capacity: bool = False,
     create_qps: float | None = None,
+    verbosity: int | None = None,
 ) -> dict[str, Any]:
     size = workload.sizes[size_name]
     record: dict[str, Any] = {
@@ -141,6 +144,7 @@ def _run_one(
         backlog=backlog,
         capacity=capacity,
         create_qps=create_qps,
+        verbosity=verbosity,
     )
     return record_run(run, record)
 
@@ -203,7 +207,16 @@ def main(argv: list[str] | None = None) -> int:
         help="create the measured pods at a steady N per second (a monotonic-clock schedule) "
         "instead of as fast as the API server takes them",
     )
+    parser.add_argument(
+        "--verbosity",
+        type=int,
+        metavar="N",
+        help="run every scheduler with -v=N (2 logs each failed attempt and preemption; "
+        "`python -m e2e.bench.attempts` reads them); default: each scheduler's own",
+    )
     args = parser.parse_args(argv)
+    if args.verbosity is not None and args.verbosity < 0:
+        parser.error("--verbosity must be 0 or more")
     if args.create_qps is not None and args.create_qps <= 0:
         parser.error("--create-qps must be positive")
     if args.create_qps is not None and (args.backlog or args.capacity):
@@ -244,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         backlog=args.backlog,
         capacity=args.capacity,
         create_qps=args.create_qps,
+        verbosity=args.verbosity,
         command=command,
     )
     print()
@@ -271,6 +285,7 @@ def _run_gangs(
         results_dir=args.results,
         command=command,
         create_qps=args.create_qps,
+        verbosity=args.verbosity,
     )
     print()
     print(gang_table(records))

@@ -245,6 +245,7 @@ def run_gang_workload(
     control_plane: ControlPlane | None = None,
     command: str = "",
     create_qps: float | None = None,
+    verbosity: int | None = None,
 ) -> list[dict[str, Any]]:
     """Runs each variant whose scheduler is in `schedulers`, in VARIANTS order; one record
     per variant (also as JSON). `control_plane` must serve both PodGroup APIs."""
@@ -278,6 +279,7 @@ def run_gang_workload(
                     workdir=results_dir,
                     deadline=deadline,
                     create_qps=create_qps,
+                    verbosity=verbosity,
                     variant=variant,
                 )
                 record = record_run(run, record)

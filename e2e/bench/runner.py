@@ -124,8 +124,10 @@ class Run:
         backlog: bool = False,
         capacity: bool = False,
         create_qps: float | None = None,
+        verbosity: int | None = None,
     ) -> None:
         self.cp = cp
+        self.verbosity = verbosity
         # Capacity mode is backlog mode with the control plane and the scheduler on a CPU each.
         self.backlog = backlog or capacity
         self.capacity = capacity
@@ -223,6 +225,7 @@ class Run:
                         workdir=self.workdir,
                         profile_stem=self._profile_stem() if self.profile else None,
                         feature_gates=self.scheduler_feature_gates(),
+                        verbosity=self.verbosity,
                     )
                 )
             self.scheduler_log = sched.log_path
@@ -273,6 +276,7 @@ class Run:
                             profile_stem=self._profile_stem() if self.profile else None,
                             cpus=sched_cpus,
                             feature_gates=self.scheduler_feature_gates(),
+                            verbosity=self.verbosity,
                         )
                     )
                 self.scheduler_log = sched.log_path

@@ -10,6 +10,7 @@ is reported "not supported yet" for kube-pysched.
 from __future__ import annotations
 
 import functools
+import shutil
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -85,6 +86,7 @@ def running_scheduler(
     profile_stem: Path | None = None,
     cpus: set[int] | None = None,
     feature_gates: Mapping[str, bool] | None = None,
+    verbosity: int | None = None,
 ) -> Iterator[RunningScheduler]:
     """Starts `which` (ready to serve) and stops it on exit.
 
@@ -92,36 +94,45 @@ def running_scheduler(
     `cpus`, the scheduler is started pinned to them (capacity mode). `feature_gates` are the
     scheduler's own (None: kube-scheduler gets the control plane's, kube-pysched none);
     scheduler-plugins' build is never given any (the v1.37 gates are unknown to it).
+    `verbosity` is the scheduler's `-v` (None: its default). Every scheduler's log ends up in
+    `workdir/logs`: a kube-scheduler log is copied there when it stops, since the control
+    plane's run folder holding it is deleted with the control plane.
     """
+    logs = workdir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    verbose = [] if verbosity is None else [f"-v={verbosity}"]
     if which in (KUBE_SCHEDULER, SCHEDULER_PLUGINS):
         plugins = which == SCHEDULER_PLUGINS
+        name = f"bench-{'sp' if plugins else 'ks'}-{run_id}"
         handle = cp.start_scheduler(
             config,
-            name=f"bench-{'sp' if plugins else 'ks'}-{run_id}",
+            name=name,
             cpus=cpus,
             feature_gates={} if plugins else feature_gates,
             binary=ensure_scheduler_plugins() if plugins else None,
+            extra_args=verbose,
         )
+        kept = logs / f"{name}.log"
         try:
             yield RunningScheduler(
                 handle.pid,
-                handle.process.log_path,
+                kept,
                 metrics=functools.partial(get_text, handle.metrics_url, tls_context(cp.ca_cert)),
             )
         finally:
             handle.stop()
+            if handle.process.log_path.exists():
+                shutil.copyfile(handle.process.log_path, kept)
         return
     if which != KUBE_PYSCHED:
         raise ValueError(f"unknown scheduler {which!r}")
-    logs = workdir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
     sched = Pysched(
         cp.kubeconfig,
         config,
         workdir=logs,
         name=f"kube-pysched-{run_id}",
         cpus=cpus,
-        extra_args=feature_gate_flags(feature_gates or {}),
+        extra_args=[*feature_gate_flags(feature_gates or {}), *verbose],
     ).start()
     assert sched.process is not None
     running = RunningScheduler(sched.process.pid, sched.log_path, metrics=sched.metrics)
