@@ -13,7 +13,7 @@ import pytest
 
 from scheduler import metrics
 from scheduler.api.errors import ApiError
-from scheduler.api.objects import Pod
+from scheduler.api.objects import Pod, replace_pod
 from scheduler.plugins.default_preemption.plugin import WAITING_FOR_PREEMPTION
 from scheduler.testing import make_node, make_pod
 from tests.core_harness import Harness, poll
@@ -239,3 +239,30 @@ def test_no_preemption_starts_once_stopping(h: Harness) -> None:
     h.schedule_next()
     assert h.api.deletes == []
     assert not plugin(h).executor.is_pod_running_preemption(preemptor.uid)
+
+
+def test_a_retry_before_the_informer_shows_the_nomination_keeps_it(h: Harness) -> None:
+    """The preemption thread writes status.nominatedNodeName; when the pod is retried before
+    the informer has delivered that write (here: never), the failed retry must not drop the
+    nomination this scheduler made, or other preemptors take the room its victims free."""
+    victim, preemptor = setup_full_node(h)
+    h.schedule_next()
+    poll(lambda: h.api.deletes == ["default/victim"], "the eviction")
+    poll(lambda: not plugin(h).executor.is_pod_running_preemption(preemptor.uid), "the thread")
+    terminating = replace_pod(victim, deletion_timestamp="2026-01-01T00:01:00Z")
+    h.pods[victim.key] = terminating
+    h.cache.update_pod(victim, terminating)
+    assert not h.pods[preemptor.key].nominated_node_name  # the informer's copy lags
+
+    h.queue.activate([preemptor])
+    h.schedule_next()
+
+    event = [e for e in h.recorder.events if e[1] == "FailedScheduling"][-1]
+    assert event[2].endswith("not eligible due to a terminating pod on the nominated node.")
+    assert [p.name for p in h.queue.nominated_pods_for_node("n")] == ["preemptor"]
+    # A pod of the same priority does not get the node the preemptor is waiting for.
+    rival = make_pod("rival", priority=10, cpu="2")
+    h.add_pod(rival)
+    h.schedule_next()
+    assert h.api.deletes == ["default/victim"]
+    assert [p.name for p in h.queue.nominated_pods_for_node("n")] == ["preemptor"]
