@@ -488,7 +488,10 @@ class ScheduleOne:
             pinfo.pod = pod
             queue.add_unschedulable_if_not_present(pinfo, queue.scheduling_cycle)
         if update_nomination:
-            queue.add_nominated_pod(pod, _kept_nomination(queue, pod, nominating))
+            if requeue:
+                # Only a pod still pending keeps a nomination its status does not show yet.
+                nominating = _kept_nomination(queue, pod, nominating)
+            queue.add_nominated_pod(pod, nominating)
 
     def _patch_pod_scheduled_false(
         self, pod: Pod, reason: str, message: str, nominating: NominatingInfo | None

@@ -266,3 +266,19 @@ def test_a_retry_before_the_informer_shows_the_nomination_keeps_it(h: Harness) -
     h.schedule_next()
     assert h.api.deletes == ["default/victim"]
     assert [p.name for p in h.queue.nominated_pods_for_node("n")] == ["preemptor"]
+
+
+def test_a_failed_attempt_of_a_pod_seen_bound_keeps_no_nomination(h: Harness) -> None:
+    victim, preemptor = setup_full_node(h)
+    h.schedule_next()
+    poll(lambda: not plugin(h).executor.is_pod_running_preemption(preemptor.uid), "the thread")
+    terminating = replace_pod(victim, deletion_timestamp="2026-01-01T00:01:00Z")
+    h.pods[victim.key] = terminating
+    h.cache.update_pod(victim, terminating)
+    h.queue.activate([preemptor])
+    # Bound elsewhere (another scheduler) before this attempt ends: nothing to reserve.
+    h.pods[preemptor.key] = replace_pod(preemptor, node_name="elsewhere")
+
+    h.schedule_next()
+
+    assert h.queue.nominated_pods_for_node("n") == []
