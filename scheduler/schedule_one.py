@@ -487,10 +487,10 @@ class ScheduleOne:
         if requeue:
             pinfo.pod = pod
             queue.add_unschedulable_if_not_present(pinfo, queue.scheduling_cycle)
-        if update_nomination:
-            if requeue:
-                # Only a pod still pending keeps a nomination its status does not show yet.
-                nominating = _kept_nomination(queue, pod, nominating)
+        if update_nomination and requeue:
+            # Only a pod still pending keeps a nomination its status does not show yet.
+            queue.nominator.renominate_after_failure(pod, nominating)
+        elif update_nomination:
             queue.add_nominated_pod(pod, nominating)
 
     def _patch_pod_scheduled_false(
@@ -527,23 +527,6 @@ class PodStatusPatch:
 
 
 _UNSET = object()
-
-
-def _kept_nomination(
-    queue: SchedulingQueue, pod: Pod, nominating: NominatingInfo | None
-) -> NominatingInfo | None:
-    """What a failed attempt leaves the nominator with. Without new nominating info the
-    nomination follows status.nominatedNodeName, as kube-scheduler's; but a nomination this
-    scheduler holds that the informer's copy does not show yet (asynchronous preemption writes
-    it from its thread, and under load the write or its watch event can trail the pod's next
-    attempt by seconds) is kept, as a pod update that does not carry it keeps it: dropping it
-    let other preemptors take the room the pod's own victims were freeing (session 25's
-    PreemptionBasic: 1 041 preemptors moved to another node, 1 106 evictions started for 1 000
-    pods). A cleared nomination reaches the informer as an update, which drops it there."""
-    if nominating is not None or pod.nominated_node_name:
-        return nominating
-    held = queue.nominator.nominated_node_for(pod.uid)
-    return NominatingInfo(held, NominatingMode.OVERRIDE) if held else None
 
 
 def pod_scheduled_condition_patch(

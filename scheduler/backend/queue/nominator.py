@@ -43,13 +43,24 @@ class Nominator:
     def update_nominated_pod(self, old: Pod, new: Pod) -> None:
         """Keeps a nomination the scheduler made even if the update does not carry it yet."""
         with self._lock:
-            info: NominatingInfo | None = None
+            info = None
             if not old.nominated_node_name and not new.nominated_node_name:
-                node = self._node_of.get(old.uid)
-                if node is not None:
-                    info = NominatingInfo(node, NominatingMode.OVERRIDE)
+                info = self._unseen_locked(old.uid)
             self._delete_locked(old.uid)
             self._add_locked(new, info)
+
+    def renominate_after_failure(self, pod: Pod, nominating_info: NominatingInfo | None) -> None:
+        """add_nominated_pod for a pod still pending after a failed attempt. Without nominating
+        info the nomination follows status.nominatedNodeName, as kube-scheduler's; but one the
+        scheduler made that the pod's (informer) copy does not show yet is kept, as an update
+        keeps it: asynchronous preemption writes it from its thread, and under load the write
+        or its watch event can trail the pod's next attempt by seconds, and dropping it let
+        other preemptors take the room the pod's own victims were freeing (docs/benchmarks.md,
+        session 25). A cleared nomination reaches the informer as an update, which drops it."""
+        with self._lock:
+            if nominating_info is None and not pod.nominated_node_name:
+                nominating_info = self._unseen_locked(pod.uid)
+            self._add_locked(pod, nominating_info)
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
         with self._lock:
@@ -102,6 +113,11 @@ class Nominator:
     def nominated_node_for(self, uid: str) -> str | None:
         with self._lock:
             return self._node_of.get(uid)
+
+    def _unseen_locked(self, uid: str) -> NominatingInfo | None:
+        """The nomination held for `uid` as an override (for a pod whose status shows none)."""
+        node = self._node_of.get(uid)
+        return None if node is None else NominatingInfo(node, NominatingMode.OVERRIDE)
 
     def _add_locked(self, pod: Pod, info: NominatingInfo | str | None) -> None:
         self._delete_locked(pod.uid)

@@ -62,6 +62,20 @@ def test_update_keeps_scheduler_made_nomination_until_status_carries_it() -> Non
     assert n.nominated_node_names() == {"n2"}
 
 
+def test_a_failed_attempt_keeps_a_nomination_the_status_does_not_show_yet() -> None:
+    n = Nominator()
+    pod = make_pod("p")
+    n.add_nominated_pod(pod, NominatingInfo("n1", NominatingMode.OVERRIDE))
+    n.renominate_after_failure(pod, None)
+    assert n.nominated_pods_for_node("n1") == [pod]
+    # The status, once it shows a nomination, is followed; so is new nominating info.
+    shown = replace_pod(pod, nominated_node_name="n2", resource_version="2")
+    n.renominate_after_failure(shown, None)
+    assert n.nominated_node_names() == {"n2"}
+    n.renominate_after_failure(shown, CLEAR_NOMINATED_NODE)
+    assert n.nominated_node_names() == set()
+
+
 def test_delete_nominated_pod_if_exists() -> None:
     n = Nominator()
     a, b = make_pod("a", nominated_node_name="n1"), make_pod("b", nominated_node_name="n1")
