@@ -18,7 +18,7 @@ from kubernetes import client as k8s
 
 from e2e.bench import __main__ as bench_main
 from e2e.bench.__main__ import run_workloads
-from e2e.bench.attempts import parse_line
+from e2e.bench.attempts import read_log
 from e2e.bench.attempts import summarize as summarize_attempts
 from e2e.bench.gangs import (
     COSCHEDULING,
@@ -374,8 +374,7 @@ def test_verbose_runs_keep_both_logs_and_name_each_failed_preemption_attempt(
         log = Path(record["scheduler_log"])
         # kube-scheduler's log is copied out of the control plane's folder when it stops.
         assert log.parent == tmp_path / "logs" and log.is_file(), record
-        lines = [line for text in log.read_text().splitlines() if (line := parse_line(text))]
-        summary = summarize_attempts(lines)
+        summary = summarize_attempts(read_log(log))
         # Every measured pod preempts: its first attempt fails, naming the chosen node.
         assert summary.pods == summary.bound == measured, (record["scheduler"], summary)
         assert summary.failed >= measured

@@ -83,6 +83,12 @@ def parse_line(text: str) -> Line | None:
     return Line(at + float(second), pod, kind, fields.get("err", ""))
 
 
+def read_log(path: Path) -> list[Line]:
+    """Every line of interest in a scheduler's log file."""
+    with path.open(encoding="utf-8", errors="replace") as log:
+        return [line for text in log if (line := parse_line(text.rstrip("\n")))]
+
+
 def reason_of(err: str) -> str:
     """The part of a failure message that tells attempts apart: what preemption said (or the
     whole message without one), node names masked."""
@@ -144,7 +150,9 @@ def summarize(lines: Iterable[Line], prefix: str = MEASURED_PREFIX) -> Summary:
         first_span_s=round(firsts[-1] - firsts[0], 1) if firsts else None,
         preempted_to_bound_median_s=round(statistics.median(waits), 2) if waits else None,
         retries=len(retries),
-        retries_during_first_pass=sum(1 for at in retries if last_first and at < last_first),
+        retries_during_first_pass=sum(
+            1 for at in retries if last_first is not None and at < last_first
+        ),
     )
 
 
@@ -174,9 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     status = 0
     for path in args.logs:
-        with path.open(encoding="utf-8", errors="replace") as log:
-            lines = [line for text in log if (line := parse_line(text.rstrip("\n")))]
-        summary = summarize(lines, args.prefix)
+        summary = summarize(read_log(path), args.prefix)
         if summary.pods == 0:
             print(f"{path}: no -v=2 attempt lines for pods named {args.prefix}*", file=sys.stderr)
             status = 1
