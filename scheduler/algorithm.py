@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -231,19 +232,20 @@ class SchedulingAlgorithm:
         self, filter_pass: FilterPass, diagnosis: Diagnosis, order: npt.NDArray[np.intp]
     ) -> None:
         """The pod fits nowhere: record each node's exact rejection, in round-robin order.
-        Rows often share one Status object (a plugin's column wording), so each distinct
-        object adds its plugin once."""
-        names = self.snapshot.table.names
-        set_status = diagnosis.node_to_status.set
-        distinct: dict[int, Status] = {}
-        for row, s in zip(order.tolist(), filter_pass.rejections(order), strict=True):
-            if s is None:
-                continue  # can only happen if the cluster changed under us; ignore
-            if s.code == Code.ERROR:
-                raise SchedulingError(s)
-            set_status(names[row], s)
-            distinct[id(s)] = s
-        for s in distinct.values():
+        Rows share Status objects (a plugin's column wording), so each distinct one is looked
+        at once: an Error stops the cycle (the first in order), a rejection adds its plugin."""
+        column = filter_pass.rejections(order)
+        counts = column.counts()
+        pairs = enumerate(zip(column.statuses, counts, strict=True))
+        used = [(i, s) for i, (s, n) in pairs if n and s is not None]
+        errors = [i for i, s in used if s.code == Code.ERROR]
+        if errors:
+            first = int(np.flatnonzero(np.isin(column.of_row, errors))[0])
+            raise SchedulingError(cast(Status, column.statuses[int(column.of_row[first])]))
+        # A row that passes can only appear if the cluster changed under us: left unlisted.
+        table = self.snapshot.table
+        diagnosis.node_to_status.set_rows(table.names, table.index, order, column)
+        for _, s in used:
             _add_plugin_status(diagnosis, s)
 
     def _filter_node_list(

@@ -139,11 +139,14 @@ class World:
             self.writes_seen = len(api.writes)
             binds = dict(api.binds)
         now = self.now()
+        deletes = 0
         for kind, key in writes:
             if kind == "delete":
                 self.victims.append(key)
+                gone = now + (a.delete_ms + deletes * a.delete_spread_ms) / 1000
+                deletes += 1
                 self.at(now + a.terminate_ms / 1000, lambda k=key: self._terminate(k))
-                self.at(now + a.delete_ms / 1000, lambda k=key: self._delete(k))
+                self.at(gone, lambda k=key: self._delete(k))
             elif kind == "bind":
                 self.at(now + a.terminate_ms / 1000, lambda k=key, n=binds[key]: self._bound(k, n))
 
@@ -154,7 +157,7 @@ class World:
         while True:
             while self.agenda and self.agenda[0].when <= self.now():
                 heapq.heappop(self.agenda).action()
-            if h.queue.active_len():
+            if h.queue.active_len() or (a.pop_from_backoff and h.queue.backoff_len()):
                 pinfo = h.queue.pop(timeout=0)
                 if pinfo is not None:
                     h.scheduler.schedule_one_pod.schedule(pinfo)
@@ -190,6 +193,17 @@ def main() -> None:
     parser.add_argument("--attempt-ms", type=float, default=60.0)
     parser.add_argument("--terminate-ms", type=float, default=30.0)
     parser.add_argument("--delete-ms", type=float, default=150.0)
+    parser.add_argument(
+        "--delete-spread-ms",
+        type=float,
+        default=0.0,
+        help="each further victim of one preemption is deleted this much later (kwok's pace)",
+    )
+    parser.add_argument(
+        "--pop-from-backoff",
+        action="store_true",
+        help="pop backoffQ when activeQ is empty, as the running scheduler does",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", help="write a cProfile of the run here")
     parser.add_argument(

@@ -65,6 +65,7 @@ from scheduler.framework.node_table import BoolColumn, IntColumn, NodeTable
 from scheduler.framework.registry import ENTRY_POINT_GROUP, ArgsError, PluginSpec
 from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status, is_success
+from scheduler.framework.status_column import StatusColumn
 from scheduler.framework.types import (
     NodeInfo,
     NodeToStatus,
@@ -136,6 +137,7 @@ __all__ = [
     "SnapshotLister",
     "StateData",
     "Status",
+    "StatusColumn",
     "WaitingPod",
     "is_success",
 ]

@@ -37,6 +37,7 @@ from scheduler.framework.gang import GangLister, GangMembers, PodGroupInfo
 from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Status
+from scheduler.framework.status_column import StatusColumn
 from scheduler.framework.types import (
     NodeInfo,
     NodeToStatus,
@@ -163,7 +164,7 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
 class BatchFilterStatusesPlugin(BatchFilterPlugin, Protocol):
     def filter_batch_statuses(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
-    ) -> list[Status | None] | None:
+    ) -> StatusColumn | None:
         """What `filter` returns for each of `rows` (rows its column rejects), for the
         diagnosis of a pod that fits nowhere; None to fall back to `filter` per node."""
         ...

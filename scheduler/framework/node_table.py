@@ -176,27 +176,31 @@ class NodeTable:
         pod count and requests (extended resources included). Every other column is this
         table's own, so the result is only for those plugins (the nominated-pods pass of a
         diagnosis)."""
-        view = copy.copy(self)
-        view.pod_count = self.pod_count.copy()
-        view.req_cpu = self.req_cpu.copy()
-        view.req_mem = self.req_mem.copy()
-        view.req_eph = self.req_eph.copy()
-        scalars: dict[str, IntColumn] = {}
+        rows: list[int] = []
+        cpu: list[int] = []
+        memory: list[int] = []
+        storage: list[int] = []
+        scalar_rows: dict[str, tuple[list[int], list[int]]] = {}
         for row, pods in added.items():
             for pod in pods:
                 req = pod.requests
-                view.pod_count[row] += 1
-                view.req_cpu[row] += req.milli_cpu
-                view.req_mem[row] += req.memory
-                view.req_eph[row] += req.ephemeral_storage
+                rows.append(row)
+                cpu.append(req.milli_cpu)
+                memory.append(req.memory)
+                storage.append(req.ephemeral_storage)
                 for name, quantity in req.scalar.items():
-                    column = scalars.get(name)
-                    if column is None:
-                        column = scalars[name] = self.scalar(name)[1].copy()
-                    column[row] += quantity
+                    at, amounts = scalar_rows.setdefault(name, ([], []))
+                    at.append(row)
+                    amounts.append(quantity)
+        view = copy.copy(self)
+        view.pod_count = _plus(self.pod_count, rows, 1)
+        view.req_cpu = _plus(self.req_cpu, rows, cpu)
+        view.req_mem = _plus(self.req_mem, rows, memory)
+        view.req_eph = _plus(self.req_eph, rows, storage)
         view._scalar = dict(self._scalar)
-        for name, column in scalars.items():
-            view._scalar[name] = (self._scalar[name][0], column)
+        for name, (at, amounts) in scalar_rows.items():
+            alloc, used = self.scalar(name)
+            view._scalar[name] = (alloc, _plus(used, at, amounts))
         return view
 
     def requirement_mask(self, req: Requirement) -> BoolColumn:
@@ -300,6 +304,13 @@ def _reusable_rows(previous: NodeTable, infos: list[NodeInfo]) -> tuple[IntColum
         else:
             fresh.append(i)
     return source, fresh
+
+
+def _plus(column: IntColumn, rows: list[int], amounts: list[int] | int) -> IntColumn:
+    """A copy of `column` with each amount added at its row (a row may repeat)."""
+    result = column.copy()
+    np.add.at(result, rows, amounts)
+    return result
 
 
 class _LabelIndex:

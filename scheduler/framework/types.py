@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
+
+import numpy as np
 
 from scheduler.api.objects import Node, Pod, PodMatchKey
 from scheduler.api.resources import Resource
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.status import Code, Status
+from scheduler.framework.status_column import IndexColumn, StatusColumn
 
 _generation = itertools.count(1)
 K = TypeVar("K")
@@ -272,39 +275,103 @@ class NodeToStatus:
     """Filter outcomes per node name; nodes not listed get `absent_status`.
 
     kube-scheduler's NodeToStatus: when PreFilter narrowed the candidate set, nodes outside it
-    are UnschedulableAndUnresolvable without being listed.
+    are UnschedulableAndUnresolvable without being listed. Every node's status at once
+    (`set_rows`) is kept as a StatusColumn and turned into the per-name map only when a node is
+    asked for: a failure message needs just the counts.
     """
 
-    __slots__ = ("_map", "absent_status")
+    __slots__ = ("_map", "_rows", "absent_status")
 
     def __init__(self) -> None:
         self._map: dict[str, Status] = {}
+        self._rows: _Rows | None = None
         self.absent_status: Status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
     def set(self, node_name: str, status: Status) -> None:
-        self._map[node_name] = status
+        self._listed()[node_name] = status
+
+    def set_rows(
+        self,
+        names: Sequence[str],
+        index: Mapping[str, int],
+        rows: IndexColumn,
+        column: StatusColumn,
+    ) -> None:
+        """`names[rows[i]]` gets `column`'s status of row i (`index`: name -> row, the inverse
+        of `names`); rows that pass are not listed."""
+        self._listed()
+        self._rows = _Rows(names, index, rows, column)
 
     def get(self, node_name: str) -> Status:
+        pending = self._rows
+        if pending is not None:
+            status = pending.get(node_name)
+            if status is not None:
+                return status
         return self._map.get(node_name, self.absent_status)
 
     def __len__(self) -> int:
-        return len(self._map)
+        if self._rows is not None and not self._map:
+            return self._rows.listed()
+        return len(self._listed())
 
     def items(self) -> Iterator[tuple[str, Status]]:
-        return iter(self._map.items())
+        return iter(self._listed().items())
 
     def status_counts(self) -> list[tuple[Status, int]]:
         """Each distinct Status object listed, with how many nodes have it."""
-        statuses = self._map.values()
+        if self._rows is not None and not self._map:
+            column = self._rows.column
+            return [
+                (s, n)
+                for s, n in zip(column.statuses, column.counts(), strict=True)
+                if n and s is not None
+            ]
+        statuses = self._listed().values()
         by_id = {id(s): s for s in statuses}
         return [(by_id[key], n) for key, n in Counter(map(id, statuses)).items()]
+
+    def _listed(self) -> dict[str, Status]:
+        """The per-name map, with the rows of `set_rows` added (in their order) first."""
+        if self._rows is not None:
+            self._map.update(self._rows.pairs())
+            self._rows = None
+        return self._map
 
     def nodes_with_code(self, infos: list[NodeInfo], code: Code) -> list[NodeInfo]:
         """The nodes of `infos`, in order, whose status has `code`."""
         if self.absent_status.code == code:
             return [info for info in infos if self.get(info.name).code == code]
-        get = self._map.get
+        get = self._listed().get
         return [info for info in infos if (s := get(info.name)) is not None and s.code == code]
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """Statuses of `set_rows` not yet turned into NodeToStatus's per-name map."""
+
+    names: Sequence[str]
+    index: Mapping[str, int]
+    rows: IndexColumn
+    column: StatusColumn
+
+    def get(self, node_name: str) -> Status | None:
+        row = self.index.get(node_name)
+        if row is None:
+            return None
+        at = np.flatnonzero(self.rows == row)
+        return self.column.statuses[int(self.column.of_row[at[0]])] if len(at) else None
+
+    def listed(self) -> int:
+        """How many rows have a status."""
+        column = self.column
+        pairs = zip(column.statuses, column.counts(), strict=True)
+        return sum(n for s, n in pairs if s is not None)
+
+    def pairs(self) -> Iterator[tuple[str, Status]]:
+        names = map(self.names.__getitem__, self.rows.tolist())
+        named = zip(names, self.column.to_list(), strict=True)
+        return ((name, s) for name, s in named if s is not None)
 
 
 @dataclass(slots=True)

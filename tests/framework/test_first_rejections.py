@@ -68,7 +68,7 @@ def test_first_rejections_equal_running_the_filters_node_by_node(
             if status is not None:
                 continue
             rows = np.arange(len(infos), dtype=np.intp)[::-1].copy()  # feasible rows too
-            got = FilterPass(fwk, state, pod, snap.table).rejections(rows)
+            got = FilterPass(fwk, state, pod, snap.table).rejections(rows).to_list()
             want = [fwk.run_filter_plugins(state, pod, infos[int(r)]) for r in rows]
             assert [_described(s) for s in got] == [_described(s) for s in want], pod.name
             compared += sum(s is not None for s in want)

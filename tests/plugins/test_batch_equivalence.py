@@ -76,7 +76,7 @@ def assert_statuses_match_filter(
 ) -> None:
     """filter_batch_statuses gives, for the rows the column rejects, what filter gives."""
     rows = np.flatnonzero(rejected)[::-1].copy()  # any order, not only ascending
-    statuses = plugin.filter_batch_statuses(state, pod, snap.table, rows)
+    statuses = plugin.filter_batch_statuses(state, pod, snap.table, rows).to_list()
     expected = [plugin.filter(state, pod, snap.node_info_list[int(r)]) for r in rows]
     assert [(s.code, s.reasons) for s in statuses] == [(s.code, s.reasons) for s in expected], (
         pod.name

@@ -120,13 +120,21 @@ class Nominator:
         return None if node is None else NominatingInfo(node, NominatingMode.OVERRIDE)
 
     def _add_locked(self, pod: Pod, info: NominatingInfo | str | None) -> None:
-        self._delete_locked(pod.uid)
         if isinstance(info, str):
             node = info
         elif info is not None and info.mode == NominatingMode.OVERRIDE:
             node = info.nominated_node_name
         else:
             node = pod.nominated_node_name
+        if (
+            node
+            and self._node_of.get(pod.uid) == node
+            and any(held is pod for held in self._pods_on[node])
+        ):
+            # Nominated there already as this very object (a failed retry renominates it):
+            # nothing changes, so the readers' snapshot stays valid.
+            return
+        self._delete_locked(pod.uid)
         if not node:
             return
         self._node_of[pod.uid] = node

@@ -27,6 +27,7 @@ from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.runtime.calls import FILTER, call_filter
 from scheduler.framework.runtime.filter_points import FilterPoints
 from scheduler.framework.status import Code, Status
+from scheduler.framework.status_column import StatusColumn, StatusColumnBuilder
 from scheduler.framework.types import NodeInfo
 
 
@@ -95,20 +96,30 @@ class FilterPass:
                 return status
         return None
 
-    def rejections(self, rows: npt.NDArray[np.intp]) -> list[Status | None]:
+    def rejections(self, rows: npt.NDArray[np.intp]) -> StatusColumn:
         """What running every Filter plugin node by node returns for each of `rows`, for the
         diagnosis of a pod that fits nowhere (None for a row that passes)."""
         nominated = self._nominated_rows
         if not nominated:
             return self._first_rejections(rows)
-        plain = rows[[row not in nominated for row in rows.tolist()]]
-        by_row = dict(zip(plain.tolist(), self._first_rejections(plain), strict=True))
-        by_row.update(self._nominated_statuses)
-        unchecked = np.array([row for row in rows.tolist() if row not in by_row], np.intp)
-        by_row.update(
-            zip(unchecked.tolist(), self._rejections_with_nominated(unchecked), strict=True)
-        )
-        return [by_row[row] for row in rows.tolist()]
+        is_nominated = np.zeros(self._table.n, np.bool_)
+        is_nominated[list(nominated)] = True
+        at_nominated = is_nominated[rows]
+        out = StatusColumnBuilder(len(rows))
+        plain = np.flatnonzero(~at_nominated)
+        out.put(plain, self._first_rejections(rows[plain]))
+        checked = self._nominated_statuses
+        unchecked: list[int] = []
+        positions = np.flatnonzero(at_nominated)
+        for position, row in zip(positions.tolist(), rows[positions].tolist(), strict=True):
+            if row in checked:
+                out.put_one(position, checked[row])
+            else:
+                unchecked.append(position)
+        if unchecked:
+            at = np.array(unchecked, np.intp)
+            out.put(at, self._rejections_with_nominated(rows[at]))
+        return out.build()
 
     def _counted_first_pass(self) -> _FirstPass:
         """The first pass of the two-pass check over every nominated row at once, when the
@@ -133,7 +144,7 @@ class FilterPass:
             self._first_pass = _FirstPass(columns, table)
         return self._first_pass
 
-    def _rejections_with_nominated(self, rows: npt.NDArray[np.intp]) -> list[Status | None]:
+    def _rejections_with_nominated(self, rows: npt.NDArray[np.intp]) -> StatusColumn:
         """The two-pass check of rows with nominated pods: from the first pass over all of
         them where it applies, its rejections worded by `_first_rejections`. A row that
         passes the first pass passes the second too (fewer pods, smaller requests), so its
@@ -148,7 +159,7 @@ class FilterPass:
 
         first = self._counted_first_pass() if len(rows) else _FirstPass()
         if first.table is None:
-            return [two_pass(row) for row in rows.tolist()]
+            return StatusColumn.of([two_pass(row) for row in rows.tolist()])
         return self._first_rejections(rows, first.columns, first.table, two_pass)
 
     def _rows_with_nominated_pods(self) -> dict[int, list[Pod]]:
@@ -177,12 +188,12 @@ class FilterPass:
         columns: list[tuple[FilterPlugin, BoolColumn | None]] | None = None,
         table: NodeTable | None = None,
         by_node_status: Callable[[int], Status | None] | None = None,
-    ) -> list[Status | None]:
+    ) -> StatusColumn:
         """`_first_rejection` for many rows: rows whose first failing column is a plugin with
         `filter_batch_statuses` get their statuses in one call; the rest go node by node
         (`by_node_status`, else `_first_rejection`). `columns` and `table` default to this
         pass's own."""
-        result: list[Status | None] = [None] * len(rows)
+        out = StatusColumnBuilder(len(rows))
         undecided = np.arange(len(rows))
         by_node: list[int] = []
         state, pod = self._state, self._pod
@@ -199,25 +210,26 @@ class FilterPass:
             positions = undecided[failing]
             undecided = undecided[~failing]
             batch = getattr(pl, "filter_batch_statuses", None)
-            statuses = batch(state, pod, table, rows[positions]) if callable(batch) else None
-            if statuses is None:
+            worded = batch(state, pod, table, rows[positions]) if callable(batch) else None
+            if worded is None:
                 by_node.extend(positions.tolist())
                 continue
-            for position, status in zip(positions.tolist(), statuses, strict=True):
-                if status is None:  # the column and the reasons disagree: ask the node
-                    by_node.append(position)
-                else:
+            for status in worded.statuses:
+                if status is not None:
                     status.plugin = pl.name
-                    result[position] = status
+            out.put(positions, worded)
+            # Rows the column rejects but the reasons pass: ask those nodes.
+            by_node.extend(positions[worded.rows_without_status()].tolist())
         infos = table.infos
         for position in by_node:
             row = int(rows[position])
-            result[position] = (
+            status = (
                 self._first_rejection(row, infos[row])
                 if by_node_status is None
                 else by_node_status(row)
             )
-        return result
+            out.put_one(position, status)
+        return out.build()
 
 
 class _FirstPass:

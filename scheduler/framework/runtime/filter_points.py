@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import structlog
 
@@ -33,6 +33,9 @@ _NOMINATED_KEY = "kube-pysched/NominatedPodsByNode"
 
 
 class FilterPoints(FrameworkBase):
+    #: The nominations as last read, indexed (set on first use).
+    _nominations: _Nominations | None = None
+
     def run_pre_filter_plugins(
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
@@ -148,10 +151,12 @@ class FilterPoints(FrameworkBase):
             return found
         by_node: dict[str, list[Pod]] = {}
         if self._nominator is not None:
-            for node_name, nominated in self._nominator.nominated_pods_by_node().items():
-                pods = _counting_against(pod, nominated)
-                if pods:
-                    by_node[node_name] = pods
+            nominated = self._nominator.nominated_pods_by_node()
+            if nominated:
+                index = self._nominations
+                if index is None or index.by_node is not nominated:
+                    index = self._nominations = _Nominations(nominated)
+                by_node = index.counting_against(pod)
         state.write(_NOMINATED_KEY, (pod.uid, by_node))
         return by_node
 
@@ -233,6 +238,35 @@ class FilterPoints(FrameworkBase):
             reasons.extend(s.reasons)
             rejector = rejector or pl.name
         return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+
+
+class _Nominations:
+    """One read of the nominations by node (the nominator hands out the same mapping while
+    they do not change), indexed once for every pod that asks: the lowest priority among
+    them and each pod's node. When every nominated pod counts against the asking pod (the
+    common case: a burst of preemptors of one priority), its lists are copied as they are
+    instead of filtered pod by pod on each of the ~hundreds of nodes, every cycle."""
+
+    __slots__ = ("by_node", "lowest", "node_of")
+
+    def __init__(self, by_node: Mapping[str, Sequence[Pod]]) -> None:
+        self.by_node = by_node
+        self.node_of = {p.uid: node for node, pods in by_node.items() for p in pods}
+        self.lowest = min(p.priority for pods in by_node.values() for p in pods)
+
+    def counting_against(self, pod: Pod) -> dict[str, list[Pod]]:
+        if pod.priority > self.lowest:
+            found = ((node, _counting_against(pod, pods)) for node, pods in self.by_node.items())
+            return {node: pods for node, pods in found if pods}
+        result = {node: list(pods) for node, pods in self.by_node.items()}
+        own = self.node_of.get(pod.uid)
+        if own is not None:
+            others = [p for p in result[own] if p.uid != pod.uid]
+            if others:
+                result[own] = others
+            else:
+                del result[own]
+        return result
 
 
 def _counting_against(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:

@@ -17,6 +17,7 @@ from scheduler.framework.interface import Handle, ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
+from scheduler.framework.status_column import StatusColumn
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.inter_pod_affinity import hints
 from scheduler.plugins.inter_pod_affinity.args import InterPodAffinityArgs
@@ -126,22 +127,22 @@ class InterPodAffinity:
 
     def filter_batch_statuses(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
-    ) -> list[Status | None] | None:
+    ) -> StatusColumn | None:
         s = self._pre_filter_state(state)
         if isinstance(s, Status):
             return None
         affinity_bad, anti_bad, existing_bad = s.reasons(table)
-        statuses: list[Status | None] = []
-        for row in rows.tolist():
-            if affinity_bad[row]:
-                statuses.append(AFFINITY_REJECTED)
-            elif anti_bad[row]:
-                statuses.append(ANTI_AFFINITY_REJECTED)
-            elif existing_bad[row]:
-                statuses.append(EXISTING_ANTI_AFFINITY_REJECTED)
-            else:
-                statuses.append(None)
-        return statuses
+        # The first reason that applies, in filter's order (index 0: none, the row passes).
+        of_row = np.select(
+            [affinity_bad[rows], anti_bad[rows], existing_bad[rows]], [1, 2, 3], 0
+        ).astype(np.intp)
+        statuses: list[Status | None] = [
+            None,
+            AFFINITY_REJECTED,
+            ANTI_AFFINITY_REJECTED,
+            EXISTING_ANTI_AFFINITY_REJECTED,
+        ]
+        return StatusColumn(statuses, of_row)
 
     # --- PreScore / Score ----------------------------------------------------------------------
 

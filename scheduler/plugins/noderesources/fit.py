@@ -28,6 +28,7 @@ from scheduler.framework.interface import Handle, ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
+from scheduler.framework.status_column import StatusColumn
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.noderesources.fit_args import (
     LEAST_ALLOCATED,
@@ -324,7 +325,7 @@ class NodeResourcesFit:
 
     def filter_batch_statuses(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
-    ) -> list[Status | None] | None:
+    ) -> StatusColumn | None:
         """`filter`'s statuses for many rows: rows short of the same resources (and equally
         resolvable) share one Status, so a pod that fits nowhere is explained without a
         Python call per node."""
@@ -345,7 +346,7 @@ class NodeResourcesFit:
             unresolvable = any(k >> (2 * b + 1) & 1 for b in range(len(checks)))
             code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
             statuses.append(Status(code, *reasons))
-        return [statuses[i] for i in inverse.ravel().tolist()]
+        return StatusColumn(statuses, inverse.ravel().astype(np.intp, copy=False))
 
     def _shortages(
         self, request: Resource, table: NodeTable, rows: npt.NDArray[np.intp]

@@ -21,6 +21,7 @@ from scheduler.framework.interface import Handle, ScoreColumn
 from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
+from scheduler.framework.status_column import StatusColumn
 from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.pod_topology_spread import hints
 from scheduler.plugins.pod_topology_spread.args import PodTopologySpreadArgs
@@ -110,8 +111,8 @@ class PodTopologySpread:
 
     def filter_batch_statuses(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
-    ) -> list[Status | None] | None:
-        return [self.filter(state, pod, table.infos[row]) for row in rows.tolist()]
+    ) -> StatusColumn | None:
+        return StatusColumn.of([self.filter(state, pod, table.infos[row]) for row in rows.tolist()])
 
     # --- PreScore and Score -----------------------------------------------------------------
 

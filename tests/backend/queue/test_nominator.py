@@ -145,3 +145,23 @@ def test_pods_by_node_is_reused_until_a_nomination_or_a_pod_version_changes() ->
     q.add(c)
     assert q.nominated_pods_by_node() == {"n1": [relabeled, c]}
     assert first == {"n1": [a], "n2": [b]}  # an earlier answer is never changed afterwards
+
+
+def test_renominating_the_same_pod_to_its_node_keeps_the_read_mapping() -> None:
+    """A failed retry renominates its pod where it was: the readers' mapping stays valid (a
+    preemption burst reads it every cycle); another node or a newer pod object replaces it."""
+    nominator = Nominator()
+    a, b = make_pod("a", nominated_node_name="n1"), make_pod("b", nominated_node_name="n2")
+    nominator.add_nominated_pod(a)
+    nominator.add_nominated_pod(b)
+    first = nominator.nominated_pods_by_node()
+    nominator.renominate_after_failure(a, None)
+    nominator.add_nominated_pod(b, "n2")
+    assert nominator.nominated_pods_by_node() is first
+    newer = replace_pod(a, resource_version="2")
+    nominator.renominate_after_failure(newer, None)
+    assert nominator.nominated_pods_by_node() == {"n1": [newer], "n2": [b]}
+    moved = nominator.nominated_pods_by_node()
+    nominator.add_nominated_pod(b, "n3")
+    assert nominator.nominated_pods_by_node() == {"n1": [newer], "n3": [b]}
+    assert moved == {"n1": [newer], "n2": [b]}

@@ -260,7 +260,7 @@ def test_the_diagnosis_of_nodes_with_nominated_pods_equals_the_two_pass_node_by_
     # As a cycle does: every row checked, then the diagnosis.
     filter_pass = FilterPass(h.fwk, state, preemptor, table)
     feasible = [filter_pass.check(row, info) is None for row, info in enumerate(table.infos)]
-    diagnosed = filter_pass.rejections(np.arange(table.n))
+    diagnosed = filter_pass.rejections(np.arange(table.n)).to_list()
 
     general = _prefiltered(h, preemptor)
     CountingFilter.decline(general, preemptor)

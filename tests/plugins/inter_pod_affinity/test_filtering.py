@@ -50,7 +50,9 @@ def outcome(
     for name, status in run.filter_statuses.items():
         found[name] = None if status is None else (status.code, status.message())
     rows = snap.table.rows(found)
-    batch = plugin.filter_batch_statuses(run.state, pod, snap.table, np.array(rows, np.intp))
+    batch = plugin.filter_batch_statuses(
+        run.state, pod, snap.table, np.array(rows, np.intp)
+    ).to_list()
     assert [None if s is None else (s.code, s.message()) for s in batch] == list(found.values())
     return found
 

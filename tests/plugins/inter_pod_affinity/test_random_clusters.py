@@ -117,7 +117,7 @@ def test_batch_per_node_and_reference_agree(seed: int) -> None:
             fits = plugin.filter_batch(state, pod, snap.table)
             assert [bool(f) for f in fits] == [not expected[n] for n in snap.table.names]
             rows = np.arange(snap.table.n, dtype=np.intp)
-            statuses = plugin.filter_batch_statuses(state, pod, snap.table, rows)
+            statuses = plugin.filter_batch_statuses(state, pod, snap.table, rows).to_list()
             assert ["" if s is None else REASONS[s.message()] for s in statuses] == [
                 expected[n] for n in snap.table.names
             ]

@@ -92,7 +92,7 @@ def test_batch_forms_equal_per_node_forms(seed: int) -> None:
         per_node = [plugin.filter(state, pod, info) for info in infos]
         assert [s is None for s in per_node] == column.tolist()
         rows = np.flatnonzero(~column)
-        statuses = plugin.filter_batch_statuses(state, pod, snap.table, rows)
+        statuses = plugin.filter_batch_statuses(state, pod, snap.table, rows).to_list()
         assert [s.message() for s in statuses] == [per_node[r].message() for r in rows]
         feasible = [info for info, s in zip(infos, per_node, strict=True) if s is None]
     if not feasible:

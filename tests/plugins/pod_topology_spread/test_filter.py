@@ -111,7 +111,7 @@ def test_node_missing_the_key_is_unresolvable_with_its_own_message() -> None:
     assert plugin.filter(state, pod, snap.get("node-a")) is None  # only one domain: skew 0
     # the statuses of the diagnosis equal the per-node ones
     rows = snap.table.rows(["node-b"])
-    batch = plugin.filter_batch_statuses(state, pod, snap.table, np.array(rows, np.intp))
+    batch = plugin.filter_batch_statuses(state, pod, snap.table, np.array(rows, np.intp)).to_list()
     assert batch[0].message() == ERR_REASON_NODE_LABEL_NOT_MATCH
 
 

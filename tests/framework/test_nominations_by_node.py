@@ -1,0 +1,31 @@
+"""The nominated pods that count against a pod, for every node at once, equal the per-node rule
+(priority >= the pod's, not the pod itself), in both of the index's paths."""
+
+from __future__ import annotations
+
+import random
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.testing import make_pod
+from tests.core_harness import Harness
+
+
+def test_pods_counting_against_each_pod_equal_the_per_node_rule() -> None:
+    rng = random.Random(3)
+    h = Harness()
+    try:
+        pods = [
+            make_pod(f"p{i}", priority=rng.choice([0, 100, 100, 1000]), cpu="100m")
+            for i in range(40)
+        ]
+        nodes = [f"n{i}" for i in range(8)]
+        for pod in pods[:30]:
+            h.queue.add_nominated_pod(pod, rng.choice(nodes))
+        for asking in [*pods, make_pod("other", priority=100)]:
+            state = CycleState()
+            by_node = h.fwk.nominated_pods_to_add_by_node(state, asking)
+            per_node = {n: h.fwk.nominated_pods_to_add(asking, n) for n in nodes}
+            assert by_node == {n: found for n, found in per_node.items() if found}, asking.name
+            assert all(p.priority >= asking.priority for found in by_node.values() for p in found)
+    finally:
+        h.close()
