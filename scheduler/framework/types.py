@@ -340,9 +340,10 @@ class NodeToStatus:
 
     def nodes_with_code(self, infos: list[NodeInfo], code: Code) -> list[NodeInfo]:
         """The nodes of `infos`, in order, whose status has `code`."""
+        get = self._listed().get  # one map for every node (not a `get` per node on the rows)
         if self.absent_status.code == code:
-            return [info for info in infos if self.get(info.name).code == code]
-        get = self._listed().get
+            absent = self.absent_status
+            return [info for info in infos if get(info.name, absent).code == code]
         return [info for info in infos if (s := get(info.name)) is not None and s.code == code]
 
 

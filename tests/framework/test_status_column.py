@@ -8,7 +8,8 @@ import numpy as np
 
 from scheduler.framework.status import Code, Status
 from scheduler.framework.status_column import StatusColumn, StatusColumnBuilder
-from scheduler.framework.types import NodeToStatus
+from scheduler.framework.types import NodeInfo, NodeToStatus
+from scheduler.testing import make_node
 
 SHORT = Status(Code.UNSCHEDULABLE, "Insufficient cpu")
 TAINTED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) had untolerated taint")
@@ -41,6 +42,7 @@ def test_a_builder_places_parts_and_single_rows_and_leaves_the_rest_passing() ->
 def test_rows_set_at_once_answer_as_if_set_node_by_node() -> None:
     rng = random.Random(7)
     names = [f"n{i}" for i in range(40)]
+    infos = [NodeInfo(make_node(name)) for name in names]
     index = {name: i for i, name in enumerate(names)}
     choices = [SHORT, TAINTED, None, Status(Code.UNSCHEDULABLE, "Insufficient memory")]
     for _ in range(50):
@@ -65,6 +67,17 @@ def test_rows_set_at_once_answer_as_if_set_node_by_node() -> None:
         assert sorted(n for _, n in probe.status_counts()) == sorted(
             n for _, n in _counts(dict(listed))
         )
+        if rng.random() < 0.5:  # as when PreFilter narrowed the nodes, or not
+            lazy.absent_status = plain.absent_status = Status(Code.UNSCHEDULABLE, "narrowed")
+        for code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+            fresh = NodeToStatus()  # nodes_with_code first, before any other question
+            fresh.absent_status = lazy.absent_status
+            for name, status in before.items():
+                fresh.set(name, status)
+            fresh.set_rows(names, index, order, StatusColumn.of(per_row))
+            assert _names(fresh.nodes_with_code(infos, code)) == _names(
+                plain.nodes_with_code(infos, code)
+            )
         assert [lazy.get(name) for name in names] == [plain.get(name) for name in names]
         assert sorted(_counts(lazy), key=repr) == sorted(_counts(plain), key=repr)
         for name, status in after.items():
@@ -72,6 +85,10 @@ def test_rows_set_at_once_answer_as_if_set_node_by_node() -> None:
             plain.set(name, status)
         assert list(lazy.items()) == list(plain.items())
         assert len(lazy) == len(plain)
+
+
+def _names(infos: list[NodeInfo]) -> list[str]:
+    return [info.name for info in infos]
 
 
 def _counts(source: NodeToStatus | dict[str, Status]) -> list[tuple[Status, int]]:
