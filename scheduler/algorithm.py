@@ -235,17 +235,15 @@ class SchedulingAlgorithm:
         Rows share Status objects (a plugin's column wording), so each distinct one is looked
         at once: an Error stops the cycle (the first in order), a rejection adds its plugin."""
         column = filter_pass.rejections(order)
-        counts = column.counts()
-        pairs = enumerate(zip(column.statuses, counts, strict=True))
-        used = [(i, s) for i, (s, n) in pairs if n and s is not None]
-        errors = [i for i, s in used if s.code == Code.ERROR]
-        if errors:
-            first = int(np.flatnonzero(np.isin(column.of_row, errors))[0])
+        present = column.present()
+        if any(s.code == Code.ERROR for s, _ in present):
+            is_error = np.array([s is not None and s.is_error() for s in column.statuses])
+            first = int(np.flatnonzero(is_error[column.of_row])[0])
             raise SchedulingError(cast(Status, column.statuses[int(column.of_row[first])]))
         # A row that passes can only appear if the cluster changed under us: left unlisted.
         table = self.snapshot.table
         diagnosis.node_to_status.set_rows(table.names, table.index, order, column)
-        for _, s in used:
+        for s, _ in present:
             _add_plugin_status(diagnosis, s)
 
     def _filter_node_list(

@@ -58,6 +58,11 @@ class StatusColumn:
         """How many rows have each of `statuses`."""
         return np.bincount(self.of_row, minlength=len(self.statuses)).tolist()  # type: ignore[no-any-return]
 
+    def present(self) -> list[tuple[Status, int]]:
+        """Each Status some row has, with how many rows have it (rows that pass left out)."""
+        pairs = zip(self.statuses, self.counts(), strict=True)
+        return [(s, n) for s, n in pairs if n and s is not None]
+
 
 class StatusColumnBuilder:
     """Fills a StatusColumn of `n` rows part by part; rows never set pass (None)."""

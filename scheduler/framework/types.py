@@ -321,12 +321,7 @@ class NodeToStatus:
     def status_counts(self) -> list[tuple[Status, int]]:
         """Each distinct Status object listed, with how many nodes have it."""
         if self._rows is not None and not self._map:
-            column = self._rows.column
-            return [
-                (s, n)
-                for s, n in zip(column.statuses, column.counts(), strict=True)
-                if n and s is not None
-            ]
+            return self._rows.column.present()
         statuses = self._listed().values()
         by_id = {id(s): s for s in statuses}
         return [(by_id[key], n) for key, n in Counter(map(id, statuses)).items()]
@@ -365,9 +360,7 @@ class _Rows:
 
     def listed(self) -> int:
         """How many rows have a status."""
-        column = self.column
-        pairs = zip(column.statuses, column.counts(), strict=True)
-        return sum(n for s, n in pairs if s is not None)
+        return sum(n for _, n in self.column.present())
 
     def pairs(self) -> Iterator[tuple[str, Status]]:
         names = map(self.names.__getitem__, self.rows.tolist())

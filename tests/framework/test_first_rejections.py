@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from scheduler.algorithm import SchedulingError
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
@@ -15,6 +16,7 @@ from scheduler.framework.runtime import FilterPass
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.testing import make_node, make_pod
 from tests.core_harness import PROFILE, Harness
 from tests.plugins.world import random_pod, random_world
 
@@ -79,3 +81,41 @@ def test_first_rejections_equal_running_the_filters_node_by_node(
 
 def _described(status: Status | None) -> tuple[object, ...] | None:
     return None if status is None else (status.code, status.plugin, tuple(status.reasons))
+
+
+class ErrorOn:
+    """A Filter plugin without a batch form that errs on the nodes named `err-*`."""
+
+    name = "ErrorOn"
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if node_info.name.startswith("err-"):
+            return Status(Code.ERROR, f"broken {node_info.name}")
+        return Status(Code.UNSCHEDULABLE, "not here")
+
+
+def test_an_error_in_the_diagnosis_stops_the_cycle_with_the_first_in_round_robin_order() -> None:
+    """A pod that fits nowhere (NodeResourcesFit's column rejects every row) is diagnosed node
+    by node for the plugin without a column; the Error met first from the round-robin start is
+    the cycle's error, whichever other nodes err too."""
+    plugins = dict(in_tree_registry())
+    plugins["ErrorOn"] = PluginSpec(lambda args, h: ErrorOn())
+    enabled = tuple(
+        PluginRef(n) for n in ("PrioritySort", "ErrorOn", "NodeResourcesFit", "DefaultBinder")
+    )
+    spec = ProfileSpec(PROFILE, plugins={"multiPoint": PluginSetSpec(enabled=enabled)})
+    h = Harness(spec, plugins=Registry(plugins))
+    try:
+        names = ["a", "err-1", "b", "c", "err-2", "d"]
+        for name in names:
+            h.add_node(make_node(name, cpu="1"))
+        algorithm = h.scheduler.schedule_one_pod.s.algorithm
+        h.cache.update_snapshot(algorithm.snapshot)
+        pod = make_pod("big", cpu="2")
+        for start, expected in [(0, "err-1"), (2, "err-2"), (5, "err-1"), (4, "err-2")]:
+            algorithm.next_start_node_index = start
+            with pytest.raises(SchedulingError) as raised:
+                algorithm.find_nodes_that_fit_pod(h.fwk, CycleState(), pod)
+            assert raised.value.status.message().endswith(f"broken {expected}"), start
+    finally:
+        h.close()

@@ -261,7 +261,7 @@ class _Nominations:
         result = {node: list(pods) for node, pods in self.by_node.items()}
         own = self.node_of.get(pod.uid)
         if own is not None:
-            others = [p for p in result[own] if p.uid != pod.uid]
+            others = _counting_against(pod, result[own])
             if others:
                 result[own] = others
             else:
