@@ -97,6 +97,8 @@ def test_every_supported_workload_binds_every_measured_pod_with_both_schedulers(
         assert used.keys() >= {"kube-apiserver", "etcd", record["scheduler"], "bench harness"}
         assert used["kube-apiserver"] > 0 and figures["machine_busy_cores"] > 0
         assert not any(name.startswith("bench-ks-") for name in used)  # counted once, by role
+        # The API server's requests in the window: at least one binding per measured pod.
+        assert figures["api_requests"].get("POST pods/binding", 0) >= wanted, record
     rendered = table(records)
     assert rendered.count("ratio py/ks") == len(SUPPORTED)
 

@@ -1,7 +1,9 @@
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from e2e.bench.report import WORK_COLUMNS, markdown_table
+from e2e.bench.report import WORK_COLUMNS, api_request_cells, markdown_api_table, markdown_table
 from e2e.bench.scraped import (
+    api_request_counts,
+    api_request_figures,
     gc_figures,
     gc_pauses,
     scrape,
@@ -111,3 +113,57 @@ def test_the_work_table_compares_the_attempts_of_both_schedulers() -> None:
         "| W | 1000 | *ratio py/ks* | live | 1.00 | 3.00 | - | - | - |",
         "| V | 1000 | kube-pysched | live | - | - | - | - | - |",  # recorded before the figures
     ]
+
+
+API_SERVER_TEXT = """\
+# HELP apiserver_request_total Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",\
+scope="resource",subresource="binding",verb="POST",version="v1"} %(bindings)d
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="",resource="pods",\
+scope="resource",subresource="binding",verb="POST",version="v1"} 1
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",\
+scope="resource",subresource="status",verb="PATCH",version="v1"} %(status)d
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",\
+resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 40
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",\
+scope="",subresource="/metrics",verb="GET",version=""} %(scrapes)d
+# HELP apiserver_request_duration_seconds Response latency
+# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_duration_seconds_bucket{verb="POST",le="+Inf"} 99
+apiserver_request_duration_seconds_count{verb="POST"} 99
+apiserver_request_duration_seconds_sum{verb="POST"} 1
+"""
+
+
+def test_api_requests_are_the_served_requests_increase_by_verb_and_resource() -> None:
+    before = api_request_counts(API_SERVER_TEXT % {"bindings": 10, "status": 3, "scrapes": 1})
+    after = api_request_counts(API_SERVER_TEXT % {"bindings": 25, "status": 3, "scrapes": 2})
+    assert before["POST pods/binding"] == 11  # summed over the response codes
+    assert api_request_figures(before, after) == {"GET /metrics": 1, "POST pods/binding": 15}
+
+
+def test_the_api_table_adds_the_requests_up_by_kind() -> None:
+    requests = {
+        "POST pods": 100,
+        "POST pods/binding": 100,
+        "PATCH pods/status": 30,
+        "POST events": 20,
+        "PATCH events.k8s.io/events": 5,
+        "PUT coordination.k8s.io/leases": 50,
+        "DELETE pods": 2,
+        "GET pods": 7,
+        "LIST nodes": 1,
+        "WATCH pods": 3,
+    }
+    record = {
+        "workload": "W",
+        "size": "1000",
+        "scheduler": "kube-pysched",
+        "figures": {"api_requests": requests, "window_seconds": 4.2},
+    }
+    assert api_request_cells(requests) == [100, 100, 30, 25, 50, 307, 8, 3]
+    assert markdown_api_table([record]).splitlines()[-1] == (
+        "| W | 1000 | kube-pysched | live | 100 | 100 | 30 | 25 | 50 | 307 | 8 | 3 | 4.2 |"
+    )
+    assert markdown_api_table([{**record, "figures": {}}]) == ""  # not recorded: no table

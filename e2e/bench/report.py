@@ -8,7 +8,7 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -345,6 +345,51 @@ def markdown_cpu_table(records: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"})
+
+
+def _is_event(path: str) -> bool:
+    return path in ("events", "events.k8s.io/events")
+
+
+#: (column title, which `VERB path` keys of a record's `api_requests` it adds up)
+API_COLUMNS: tuple[tuple[str, Callable[[str, str], bool]], ...] = (
+    ("pods created", lambda verb, path: verb == "POST" and path == "pods"),
+    ("bindings", lambda verb, path: verb == "POST" and path == "pods/binding"),
+    ("pod status writes", lambda verb, path: verb in WRITE_VERBS and path == "pods/status"),
+    ("event writes", lambda verb, path: verb in WRITE_VERBS and _is_event(path)),
+    ("lease writes", lambda verb, path: verb in WRITE_VERBS and path.endswith("/leases")),
+    ("all writes", lambda verb, _path: verb in WRITE_VERBS),
+    ("reads", lambda verb, _path: verb in ("GET", "LIST")),
+    ("watches opened", lambda verb, _path: verb == "WATCH"),
+)
+
+
+def api_request_cells(requests: dict[str, int]) -> list[int]:
+    """A record's `api_requests` added up into API_COLUMNS."""
+    split = [(key.partition(" ")[0], key.partition(" ")[2], n) for key, n in requests.items()]
+    return [sum(n for verb, path, n in split if wanted(verb, path)) for _, wanted in API_COLUMNS]
+
+
+def markdown_api_table(records: Sequence[dict[str, Any]]) -> str:
+    """What the API server served while each run measured, from every client (runs that
+    recorded it: live runs since session 27)."""
+    titles = [title for title, _ in API_COLUMNS]
+    lines = [
+        "| workload | size | scheduler | mode | " + " | ".join(titles) + " | window s |",
+        "| --- | --- | --- | --- | " + " | ".join("---:" for _ in range(len(titles) + 1)) + " |",
+    ]
+    for r in records:
+        figures = r.get("figures", {})
+        requests = figures.get("api_requests")
+        if requests is None:
+            continue
+        cells = [*api_request_cells(requests), figures.get("window_seconds", "")]
+        head = f"| {r['workload']} | {r['size']} | {r['scheduler']} | {run_mode(r)} |"
+        lines.append(f"{head} {' | '.join(str(c) for c in cells)} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def main(argv: Sequence[str]) -> int:
     """`python -m e2e.bench.report FILE.json...`: the tables again from saved runs."""
     parser = argparse.ArgumentParser(
@@ -379,6 +424,10 @@ def main(argv: Sequence[str]) -> int:
     if cpu:
         print()
         print(cpu)
+    api = markdown_api_table(records)
+    if api:
+        print()
+        print(api)
     return 0
 
 

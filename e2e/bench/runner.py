@@ -8,6 +8,7 @@ started after them and must bind a warm-up pod before measuring begins (its cach
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import sys
@@ -37,7 +38,7 @@ from e2e.bench.pacing import Pacing, create_paced
 from e2e.bench.pinning import Pinned, capacity_cpus, format_cpus, thread_cpus
 from e2e.bench.rest import CreateError, RestClient
 from e2e.bench.schedulers import KUBE_PYSCHED, running_scheduler, scheduler_config
-from e2e.bench.scraped import scrape, scraped_figures
+from e2e.bench.scraped import api_request_counts, api_request_figures, scrape, scraped_figures
 from e2e.bench.workload import (
     PRIORITY_CLASSES,
     NodeTemplate,
@@ -374,6 +375,7 @@ class Run:
                 raise TimeoutError("background or churn did not start")
             pids = self._pids(pid)
             exports_gc = self.which == KUBE_PYSCHED
+            api_before = self._api_server_metrics()  # before the CPU readings: megabytes
             usage_before, cpu_before = process_usage(pid), cpu_snapshot(pids)
             scraped_before = scrape(metrics, pauses=exports_gc)
             start = time.monotonic()
@@ -393,6 +395,7 @@ class Run:
             self._wait_bound(watcher, set(names))
             usage_after, cpu_after = process_usage(pid), cpu_snapshot(pids)
             scraped_after = scrape(metrics, pauses=exports_gc)
+            api_after = self._api_server_metrics()
         finally:
             stop.set()
             for thread in helpers:
@@ -414,6 +417,10 @@ class Run:
             }
         )
         figures.update(scraped_figures(scraped_before, scraped_after))
+        if api_before is not None and api_after is not None:
+            figures["api_requests"] = api_request_figures(
+                api_request_counts(api_before), api_request_counts(api_after)
+            )
         figures["mode"] = self.mode
         if pacing is not None:
             figures.update(pacing.figures())
@@ -426,6 +433,19 @@ class Run:
                     flush=True,
                 )
         return figures
+
+    def _api_server_metrics(self) -> str | None:
+        """The API server's /metrics text, or None (with a warning: the record then has no
+        `api_requests`, never zeros) if it cannot be read."""
+        try:
+            status, body = self.rest.request("GET", "/metrics")
+        except (OSError, http.client.HTTPException) as err:
+            print(f"warning: could not read the API server's /metrics: {err}", file=sys.stderr)
+            return None
+        if status != 200:
+            print(f"warning: the API server's /metrics answered {status}", file=sys.stderr)
+            return None
+        return body.decode()
 
     def _wait_bound(self, watcher: PodWatcher, wanted: set[str]) -> None:
         """Until the watch has seen every wanted pod bound (or deleted before it could be), or

@@ -5,6 +5,10 @@ so a difference in CPU per pod can be read against a difference in work (a preem
 more often, more preemptions). kube-pysched only: the GC pause histogram
 (kube_pysched_gc_pause_seconds) says how long the interpreter's collections held the process
 while the measured pods were scheduled, which /proc's CPU time cannot separate.
+
+From the API server's /metrics, for either scheduler: the requests it served in the window by
+verb and resource (every client's, the scheduler's among them), so a difference in the
+control plane's CPU between two runs can be read against what was asked of it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ GC_PAUSE = "kube_pysched_gc_pause_seconds"
 ATTEMPTS = "scheduler_schedule_attempts"
 PREEMPTION_ATTEMPTS = "scheduler_preemption_attempts"
 PREEMPTION_VICTIMS = "scheduler_preemption_victims"
+API_REQUESTS = "apiserver_request_total"
 
 #: generation -> (count, sum in seconds, {bucket upper bound: cumulative count})
 Pauses = dict[str, tuple[float, float, dict[float, float]]]
@@ -132,3 +137,34 @@ def scraped_figures(before: Scrape | None, after: Scrape | None) -> dict[str, An
     if before.pauses is not None and after.pauses is not None:
         figures.update(gc_figures(before.pauses, after.pauses))
     return figures
+
+
+def api_request_counts(text: str) -> dict[str, float]:
+    """The API server's served requests so far, summed over code, scope, version and component,
+    keyed `VERB [group/]resource[/subresource]` (e.g. `POST pods/binding`,
+    `PUT coordination.k8s.io/leases`)."""
+    # The API server's /metrics runs to megabytes; parse only this counter's lines.
+    lines = "\n".join(line for line in text.splitlines() if line.startswith(API_REQUESTS + "{"))
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(lines + "\n"):
+        for sample in family.samples:
+            if not sample.name.startswith("apiserver_request"):
+                continue
+            labels = sample.labels
+            group = labels.get("group", "")
+            resource = labels.get("resource", "")
+            subresource = labels.get("subresource", "")
+            if not resource:  # a non-resource URL (/metrics, /readyz): the label holds its path
+                path = subresource or "(non-resource)"
+            else:
+                path = f"{group}/{resource}" if group else resource
+                path += f"/{subresource}" if subresource else ""
+            key = f"{labels.get('verb', '')} {path}"
+            out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
+def api_request_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
+    """The requests served between two readings, by kind (kinds that did not grow left out)."""
+    grown = {key: round(n - before.get(key, 0.0)) for key, n in after.items()}
+    return {key: n for key, n in sorted(grown.items()) if n > 0}
