@@ -236,7 +236,7 @@ class SchedulingAlgorithm:
         at once: an Error stops the cycle (the first in order), a rejection adds its plugin."""
         column = filter_pass.rejections(order)
         present = column.present()
-        if any(s.code == Code.ERROR for s, _ in present):
+        if any(s.is_error() for s, _ in present):
             is_error = np.array([s is not None and s.is_error() for s in column.statuses])
             first = int(np.flatnonzero(is_error[column.of_row])[0])
             raise SchedulingError(cast(Status, column.statuses[int(column.of_row[first])]))

@@ -367,8 +367,13 @@ API_COLUMNS: tuple[tuple[str, Callable[[str, str], bool]], ...] = (
 
 def api_request_cells(requests: dict[str, int]) -> list[int]:
     """A record's `api_requests` added up into API_COLUMNS."""
-    split = [(key.partition(" ")[0], key.partition(" ")[2], n) for key, n in requests.items()]
-    return [sum(n for verb, path, n in split if wanted(verb, path)) for _, wanted in API_COLUMNS]
+    cells = [0] * len(API_COLUMNS)
+    for key, n in requests.items():
+        verb, _, path = key.partition(" ")
+        for i, (_, wanted) in enumerate(API_COLUMNS):
+            if wanted(verb, path):
+                cells[i] += n
+    return cells
 
 
 def markdown_api_table(records: Sequence[dict[str, Any]]) -> str:

@@ -148,8 +148,6 @@ def api_request_counts(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(lines + "\n"):
         for sample in family.samples:
-            if not sample.name.startswith("apiserver_request"):
-                continue
             labels = sample.labels
             group = labels.get("group", "")
             resource = labels.get("resource", "")
