@@ -35,6 +35,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.gang import GangLister, GangMembers, PodGroupInfo
 from scheduler.framework.node_table import BoolColumn, NodeTable
+from scheduler.framework.nominations import Nominations
 from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Status
 from scheduler.framework.status_column import StatusColumn
@@ -116,7 +117,7 @@ class CountingCheck(Protocol):
     """A cycle's Filter as a function of a node's pod count and requests
     (framework/runtime/counting_filter.py)."""
 
-    def nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]: ...
+    def nominated_pods(self, pod: Pod, node_name: str) -> Sequence[Pod]: ...
 
     def fit_requests(self, state: CycleState, pod: Pod) -> list[Resource] | None:
         """Each counting plugin's `RequestFitFilter.fit_request`, or None when one of them
@@ -134,7 +135,7 @@ class CountingCheck(Protocol):
         node_info: NodeInfo,
         requested: Resource,
         pods: int,
-        nominated: list[Pod] | None = None,
+        nominated: Sequence[Pod] | None = None,
         counts_only: bool = False,
     ) -> Status | None: ...
 
@@ -352,6 +353,10 @@ class PodNominator(Protocol):
 
     def nominated_pods_by_node(self) -> Mapping[str, Sequence[Pod]]:
         """nominated_pods_for_node of every node that has nominated pods (read-only)."""
+        ...
+
+    def nominations(self) -> Nominations:
+        """Every nomination at one instant (read-only)."""
         ...
 
     def nominated_node_for(self, uid: str) -> str | None: ...

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from scheduler.api.json_types import Json
 from scheduler.api.objects import Pod
+from scheduler.framework.nominations import Nominations
 
 
 @dataclass
@@ -165,6 +166,9 @@ class FakeNominator:
 
     def nominated_pods_by_node(self) -> Mapping[str, Sequence[Pod]]:
         return {node: list(pods) for node, pods in self.by_node.items() if pods}
+
+    def nominations(self) -> Nominations:
+        return Nominations.of(self.by_node)
 
     def nominated_node_for(self, uid: str) -> str | None:
         for node, pods in self.by_node.items():

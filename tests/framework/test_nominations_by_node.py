@@ -1,5 +1,6 @@
 """The nominated pods that count against a pod, for every node at once, equal the per-node rule
-(priority >= the pod's, not the pod itself), in both of the index's paths."""
+(priority >= the pod's, not the pod itself), in both of the index's paths, by node name and by
+row of a node table's index."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ def test_pods_counting_against_each_pod_equal_the_per_node_rule() -> None:
             by_node = h.fwk.nominated_pods_to_add_by_node(state, asking)
             per_node = {n: h.fwk.nominated_pods_to_add(asking, n) for n in nodes}
             assert by_node == {n: found for n, found in per_node.items() if found}, asking.name
+            index = {name: row for row, name in enumerate(reversed(nodes[1:]))}  # n0 unlisted
+            by_row = h.fwk.nominated_pods_to_add_by_row(state, asking, index)
+            assert by_row == {index[n]: found for n, found in by_node.items() if n in index}
             assert all(p.priority >= asking.priority for found in by_node.values() for p in found)
     finally:
         h.close()

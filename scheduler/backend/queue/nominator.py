@@ -1,36 +1,37 @@
 """Pods nominated to nodes: preemptors waiting for their victims to leave.
 
 Filter runs treat a nominated pod as if it were already on its node, so a lower-priority pod
-cannot take the room a preemption freed. The nominator only remembers which pod goes where;
-`lookup` (the queue) supplies the pods as the queue currently knows them, one call per node.
+cannot take the room a preemption freed. The nominator holds each nominated pod as the queue
+holds it: the queue tells it of every newer version it takes in (`refresh`, and the updates),
+as kube-scheduler's queue answers a read with its own version of each nominated pod. Readers
+get one read-only `Nominations` per change, so a cycle's read costs nothing while the
+nominations stand still.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
 from scheduler.api.objects import Pod
+from scheduler.framework.nominations import NO_NOMINATIONS, Nominations
 from scheduler.framework.types import NominatingInfo, NominatingMode
-
-#: The current version of each pod of a list (None: the queue does not hold it), in order.
-PodLookup = Callable[[list[Pod]], list[Pod | None]]
 
 
 class Nominator:
     """Thread-safe. Satisfies framework.interface.PodNominator."""
 
-    __slots__ = ("_lock", "_lookup", "_node_of", "_pods_on", "_snapshot", "_version")
+    __slots__ = ("_lock", "_node_of", "_pods_on", "_priorities", "_view")
 
-    def __init__(self, lookup: PodLookup | None = None) -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._lookup = lookup
+        # A node's list is replaced, never changed, once a reader may hold it (`_view`).
         self._pods_on: dict[str, list[Pod]] = {}
         self._node_of: dict[str, str] = {}
-        # Bumped by every change of the nominations; `_snapshot` is valid for one version.
-        self._version = 0
-        self._snapshot: _Snapshot | None = None
+        #: How many nominated pods have each priority (the lowest is asked every cycle).
+        self._priorities: dict[int, int] = {}
+        #: The nominations as last read; None once they changed.
+        self._view: Nominations | None = NO_NOMINATIONS
 
     def add_nominated_pod(
         self, pod: Pod, nominating_info: NominatingInfo | str | None = None
@@ -62,6 +63,22 @@ class Nominator:
                 nominating_info = self._unseen_locked(pod.uid)
             self._add_locked(pod, nominating_info)
 
+    def refresh(self, pod: Pod) -> None:
+        """The queue holds `pod` as this object now: a nomination of it (wherever it is)
+        reads this version from here on."""
+        with self._lock:
+            node = self._node_of.get(pod.uid)
+            if node is None:
+                return
+            pods = self._pods_on[node]
+            at = next(i for i, held in enumerate(pods) if held.uid == pod.uid)
+            if pods[at] is pod:
+                return
+            self._count_priority(pods[at], -1)
+            self._count_priority(pod, 1)
+            self._pods_on[node] = [*pods[:at], pod, *pods[at + 1 :]]
+            self._view = None
+
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
         with self._lock:
             self._delete_locked(pod.uid)
@@ -70,41 +87,22 @@ class Nominator:
         if node_name not in self._pods_on:  # the common case, without taking the lock
             return []
         with self._lock:
-            pods = list(self._pods_on.get(node_name, ()))
-        return self._current_versions(pods)
+            return list(self._pods_on.get(node_name, ()))
+
+    def nominations(self) -> Nominations:
+        """Every nomination at one instant (read-only; the same object until one changes)."""
+        with self._lock:
+            view = self._view
+            if view is None:
+                lowest = min(self._priorities, default=0)
+                view = Nominations(dict(self._pods_on), dict(self._node_of), lowest)
+                self._view = view
+            return view
 
     def nominated_pods_by_node(self) -> Mapping[str, Sequence[Pod]]:
-        """nominated_pods_for_node for every node with nominations, read at one instant: one
-        lock for the nominations and one lookup for all their pods (a Filter pass asks for
-        every node; per node that was two locks each).
-
-        Read-only: while neither the nominations nor the queue's version of a nominated pod
-        change, every caller gets the same mapping (a preempting burst asks each cycle, over
-        a thousand nominations that rarely changed since the cycle before)."""
-        with self._lock:
-            if not self._pods_on:
-                return {}
-            snapshot = self._snapshot
-            if snapshot is None or snapshot.version != self._version:
-                by_node = {node: list(pods) for node, pods in self._pods_on.items()}
-                flat = [pod for pods in by_node.values() for pod in pods]
-                snapshot = _Snapshot(self._version, by_node, flat)
-                self._snapshot = snapshot
-        current = self._current_versions(snapshot.pods)
-        if all(now is pod for now, pod in zip(current, snapshot.pods, strict=True)):
-            return snapshot.by_node
-        versions = iter(current)
-        return {node: [next(versions) for _ in pods] for node, pods in snapshot.by_node.items()}
-
-    def _current_versions(self, pods: list[Pod]) -> list[Pod]:
-        """Each pod as the queue holds it now (as given where it holds none)."""
-        lookup = self._lookup
-        if lookup is None or not pods:
-            return pods
-        return [
-            pod if current is None else current
-            for pod, current in zip(pods, lookup(pods), strict=True)
-        ]
+        """nominated_pods_for_node for every node with nominations, read at one instant
+        (read-only)."""
+        return self.nominations().by_node
 
     def nominated_node_names(self) -> set[str]:
         with self._lock:
@@ -132,33 +130,32 @@ class Nominator:
             and any(held is pod for held in self._pods_on[node])
         ):
             # Nominated there already as this very object (a failed retry renominates it):
-            # nothing changes, so the readers' snapshot stays valid.
+            # nothing changes, so the readers' view stays valid.
             return
         self._delete_locked(pod.uid)
         if not node:
             return
         self._node_of[pod.uid] = node
-        self._pods_on.setdefault(node, []).append(pod)
-        self._version += 1
+        self._pods_on[node] = [*self._pods_on.get(node, ()), pod]
+        self._count_priority(pod, 1)
+        self._view = None
 
     def _delete_locked(self, uid: str) -> None:
         node = self._node_of.pop(uid, None)
         if node is None:
             return
-        self._version += 1
         pods = self._pods_on[node]
-        for i, pod in enumerate(pods):
-            if pod.uid == uid:
-                del pods[i]
-                break
-        if not pods:
+        kept = [pod for pod in pods if pod.uid != uid]
+        self._count_priority(next(pod for pod in pods if pod.uid == uid), -1)
+        if kept:
+            self._pods_on[node] = kept
+        else:
             del self._pods_on[node]
+        self._view = None
 
-
-@dataclass(frozen=True, slots=True)
-class _Snapshot:
-    """The nominations at one version: by node, and the same pods in one flat list."""
-
-    version: int
-    by_node: dict[str, list[Pod]]
-    pods: list[Pod]
+    def _count_priority(self, pod: Pod, change: int) -> None:
+        count = self._priorities.get(pod.priority, 0) + change
+        if count:
+            self._priorities[pod.priority] = count
+        else:
+            del self._priorities[pod.priority]

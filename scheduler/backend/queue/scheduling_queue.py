@@ -145,7 +145,7 @@ class SchedulingQueue:
             self._hints.plugin_events,
             self._metrics,
         )
-        self._nominator = Nominator(self._current_pods)
+        self._nominator = Nominator()
 
         self._flusher: PeriodicFlusher | None = None
 
@@ -173,12 +173,6 @@ class SchedulingQueue:
 
     def nominated_pods_by_node(self) -> Mapping[str, Sequence[Pod]]:
         return self._nominator.nominated_pods_by_node()
-
-    def _current_pods(self, pods: list[Pod]) -> list[Pod | None]:
-        """The queue's version of each of `pods` (None where it holds none), under one lock."""
-        with self._lock:
-            found = [self._find(pod.uid) for pod in pods]
-        return [None if pinfo is None else pinfo.pod for pinfo in found]
 
     # --- entry points from informers ---------------------------------------------------------
 
@@ -409,6 +403,8 @@ class SchedulingQueue:
             if present:
                 log.error(f"pod is already present in the {where}", pod=pod.key)
                 return False
+        # The failure handler may requeue a newer version of the pod than its nomination holds.
+        self._nominator.refresh(pod)
         rejectors = pinfo.unschedulable_plugins | pinfo.pending_plugins
         if rejectors:
             pinfo.unschedulable_count += 1

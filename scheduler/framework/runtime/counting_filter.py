@@ -25,7 +25,7 @@ known to pass, so the histograms count the same calls.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from scheduler.api.objects import Pod
 from scheduler.api.resources import Resource
@@ -46,7 +46,7 @@ _STATE_KEY = "kube-pysched/CountingFilter"
 
 #: The pods nominated to each node (that have any) that count against a pod there, read once
 #: per cycle (the framework keeps the read in the CycleState).
-NominatedByNode = Callable[[Pod], dict[str, list[Pod]]]
+NominatedByNode = Callable[[Pod], Mapping[str, Sequence[Pod]]]
 #: Records one Filter call of a plugin: (plugin name, its Status, perf_counter at the start).
 ObserveFilter = Callable[[str, Status | None, float], None]
 
@@ -109,7 +109,7 @@ class CountingFilter:
         """The plugins answered in counting form (the others read only the Node)."""
         return frozenset(pl.name for pl, _ in self._counting_steps)
 
-    def nominated_pods(self, pod: Pod, node_name: str) -> list[Pod]:
+    def nominated_pods(self, pod: Pod, node_name: str) -> Sequence[Pod]:
         """The pods nominated to the node that count against `pod` there, as the
         nominations stood at this cycle's first question."""
         return self._nominated(pod).get(node_name, [])
@@ -176,7 +176,7 @@ class CountingFilter:
         node_info: NodeInfo,
         requested: Resource,
         pods: int,
-        nominated: list[Pod] | None = None,
+        nominated: Sequence[Pod] | None = None,
         counts_only: bool = False,
     ) -> Status | None:
         """run_filter_plugins_with_nominated_pods on that node: with the pods nominated to it

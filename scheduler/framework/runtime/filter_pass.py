@@ -60,7 +60,7 @@ class FilterPass:
                 self.mask &= column
             self._columns.append((pl, column))
         #: Rows with pods nominated to them that count against the pod, and those pods.
-        self._nominated_rows = self._rows_with_nominated_pods()
+        self._nominated_rows = fwk.nominated_pods_to_add_by_row(state, pod, table.index)
         self._nominated_statuses: dict[int, Status | None] = {}
         #: The two-pass check's first pass over every nominated row, built on first use.
         self._first_pass: _FirstPass | None = None
@@ -161,15 +161,6 @@ class FilterPass:
         if first.table is None:
             return StatusColumn.of([two_pass(row) for row in rows.tolist()])
         return self._first_rejections(rows, first.columns, first.table, two_pass)
-
-    def _rows_with_nominated_pods(self) -> dict[int, list[Pod]]:
-        index = self._table.index
-        rows: dict[int, list[Pod]] = {}
-        for name, pods in self._fwk.nominated_pods_to_add_by_node(self._state, self._pod).items():
-            row = index.get(name)
-            if row is not None:
-                rows[row] = pods
-        return rows
 
     def _first_rejection(self, row: int, info: NodeInfo) -> Status | None:
         """The node's first rejection, calling only the plugins whose column does not already

@@ -12,6 +12,7 @@ import structlog
 
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.nominations import NO_NOMINATIONS, Nominations, counting_against
 from scheduler.framework.runtime.base import FrameworkBase
 from scheduler.framework.runtime.calls import (
     FILTER,
@@ -33,9 +34,6 @@ _NOMINATED_KEY = "kube-pysched/NominatedPodsByNode"
 
 
 class FilterPoints(FrameworkBase):
-    #: The nominations as last read, indexed (set on first use).
-    _nominations: _Nominations | None = None
-
     def run_pre_filter_plugins(
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
@@ -138,27 +136,31 @@ class FilterPoints(FrameworkBase):
         """Nominated pods on the node with priority >= pod's (other than pod itself)."""
         if self._nominator is None:
             return []
-        return _counting_against(pod, self._nominator.nominated_pods_for_node(node_name))
+        return counting_against(pod, self._nominator.nominated_pods_for_node(node_name))
 
-    def nominated_pods_to_add_by_node(self, state: CycleState, pod: Pod) -> dict[str, list[Pod]]:
-        """nominated_pods_to_add for every node that has some, from one read of the
-        nominations per cycle: the Filter pass and the preemption dry run after it share the
-        read (kept in `state`, which its clones share), as the nominations stood at the
-        cycle's first question."""
-        cached = state.get(_NOMINATED_KEY)
-        if cached is not None and cached[0] == pod.uid:
-            found: dict[str, list[Pod]] = cached[1]
-            return found
-        by_node: dict[str, list[Pod]] = {}
-        if self._nominator is not None:
-            nominated = self._nominator.nominated_pods_by_node()
-            if nominated:
-                index = self._nominations
-                if index is None or index.by_node is not nominated:
-                    index = self._nominations = _Nominations(nominated)
-                by_node = index.counting_against(pod)
-        state.write(_NOMINATED_KEY, (pod.uid, by_node))
-        return by_node
+    def nominated_pods_to_add_by_node(
+        self, state: CycleState, pod: Pod
+    ) -> Mapping[str, Sequence[Pod]]:
+        """nominated_pods_to_add for every node that has some (read-only)."""
+        return self._cycle_nominations(state, pod).by_node()
+
+    def nominated_pods_to_add_by_row(
+        self, state: CycleState, pod: Pod, index: Mapping[str, int]
+    ) -> Mapping[int, Sequence[Pod]]:
+        """nominated_pods_to_add_by_node keyed by each node's row in `index` (read-only)."""
+        return self._cycle_nominations(state, pod).by_row(index)
+
+    def _cycle_nominations(self, state: CycleState, pod: Pod) -> _CycleNominations:
+        """One read of the nominations per cycle: the Filter pass and the preemption dry run
+        after it share it (kept in `state`, which its clones share), as the nominations stood
+        at the cycle's first question."""
+        cached: _CycleNominations | None = state.get(_NOMINATED_KEY)
+        if cached is not None and cached.pod.uid == pod.uid:
+            return cached
+        nominations = NO_NOMINATIONS if self._nominator is None else self._nominator.nominations()
+        found = _CycleNominations(pod, nominations)
+        state.write(_NOMINATED_KEY, found)
+        return found
 
     def counting_filter(self, state: CycleState, pod: Pod) -> CountingFilter | None:
         """This cycle's Filter in counting form when it applies (`CountingFilter`)."""
@@ -179,7 +181,7 @@ class FilterPoints(FrameworkBase):
         state: CycleState,
         pod: Pod,
         node_info: NodeInfo,
-        nominated: list[Pod] | None = None,
+        nominated: Sequence[Pod] | None = None,
     ) -> Status | None:
         """The design doc's two passes: with higher-priority nominated pods, then without.
         `nominated`: the node's `nominated_pods_to_add` when the caller has it already."""
@@ -240,36 +242,24 @@ class FilterPoints(FrameworkBase):
         return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
 
 
-class _Nominations:
-    """One read of the nominations by node (the nominator hands out the same mapping while
-    they do not change), indexed once for every pod that asks: the lowest priority among
-    them and each pod's node. When every nominated pod counts against the asking pod (the
-    common case: a burst of preemptors of one priority), its lists are copied as they are
-    instead of filtered pod by pod on each of the ~hundreds of nodes, every cycle."""
+class _CycleNominations:
+    """The nominations one cycle read, and those counting against its pod, by node name and
+    by row (each worked out on first use)."""
 
-    __slots__ = ("by_node", "lowest", "node_of")
+    __slots__ = ("_by_node", "_by_row", "nominations", "pod")
 
-    def __init__(self, by_node: Mapping[str, Sequence[Pod]]) -> None:
-        self.by_node = by_node
-        self.node_of = {p.uid: node for node, pods in by_node.items() for p in pods}
-        self.lowest = min(p.priority for pods in by_node.values() for p in pods)
+    def __init__(self, pod: Pod, nominations: Nominations) -> None:
+        self.pod = pod
+        self.nominations = nominations
+        self._by_node: dict[str, Sequence[Pod]] | None = None
+        self._by_row: tuple[Mapping[str, int], dict[int, Sequence[Pod]]] | None = None
 
-    def counting_against(self, pod: Pod) -> dict[str, list[Pod]]:
-        if pod.priority > self.lowest:
-            found = ((node, _counting_against(pod, pods)) for node, pods in self.by_node.items())
-            return {node: pods for node, pods in found if pods}
-        result = {node: list(pods) for node, pods in self.by_node.items()}
-        own = self.node_of.get(pod.uid)
-        if own is not None:
-            others = _counting_against(pod, result[own])
-            if others:
-                result[own] = others
-            else:
-                del result[own]
-        return result
+    def by_node(self) -> dict[str, Sequence[Pod]]:
+        if self._by_node is None:
+            self._by_node = self.nominations.counting_against(self.pod)
+        return self._by_node
 
-
-def _counting_against(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:
-    """The nominated pods that count against `pod` on their node: priority >= its own,
-    other than itself."""
-    return [p for p in nominated if p.priority >= pod.priority and p.uid != pod.uid]
+    def by_row(self, index: Mapping[str, int]) -> dict[int, Sequence[Pod]]:
+        if self._by_row is None or self._by_row[0] is not index:
+            self._by_row = (index, self.nominations.rows_counting_against(self.pod, index))
+        return self._by_row[1]

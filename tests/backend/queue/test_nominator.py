@@ -7,7 +7,7 @@ from scheduler.backend.queue import Nominator
 from scheduler.clock import FakeClock
 from scheduler.framework.types import CLEAR_NOMINATED_NODE, NominatingInfo, NominatingMode
 from scheduler.testing import make_pod
-from tests.backend.queue.helpers import make_queue, pop_and_fail
+from tests.backend.queue.helpers import fail, make_queue, pop_and_fail
 
 
 def test_nominates_from_status_when_no_nominating_info() -> None:
@@ -165,3 +165,38 @@ def test_renominating_the_same_pod_to_its_node_keeps_the_read_mapping() -> None:
     nominator.add_nominated_pod(b, "n3")
     assert nominator.nominated_pods_by_node() == {"n1": [newer], "n3": [b]}
     assert moved == {"n1": [newer], "n2": [b]}
+
+
+def test_a_pod_requeued_as_a_newer_version_is_nominated_as_that_version() -> None:
+    """The failure handler requeues the informer's newer copy of a pod without renominating
+    it (a cycle that does not update nominations): the nomination reads the copy the queue
+    holds, as kube-scheduler's reads the queue's version of each nominated pod."""
+    q = make_queue(FakeClock())
+    pod = make_pod("p", nominated_node_name="n1")
+    q.add(pod)
+    pinfo = q.pop()
+    assert pinfo is not None
+    newer = replace_pod(pod, labels={"a": "b"}, resource_version="2")
+    pinfo.pod = newer
+    fail(q, pinfo, "Fit")
+    assert q.nominated_pods_for_node("n1") == [newer]
+    assert q.nominator.nominations().by_node == {"n1": [newer]}
+
+
+def test_nominations_view_is_one_object_until_a_change_and_tracks_the_lowest_priority() -> None:
+    n = Nominator()
+    low, high = make_pod("low", priority=10), make_pod("high", priority=100)
+    n.add_nominated_pod(low, "n1")
+    n.add_nominated_pod(high, "n1")
+    view = n.nominations()
+    assert n.nominations() is view
+    assert (view.lowest, dict(view.node_of)) == (10, {low.uid: "n1", high.uid: "n1"})
+    n.delete_nominated_pod_if_exists(low)
+    after = n.nominations()
+    assert after is not view and after.lowest == 100
+    assert after.by_node == {"n1": [high]}
+    assert view.by_node == {"n1": [low, high]}  # an earlier view is never changed afterwards
+    n.refresh(replace_pod(high, priority=5))  # a newer copy: its priority is counted instead
+    assert n.nominations().lowest == 5
+    n.delete_nominated_pod_if_exists(high)
+    assert (n.nominations().by_node, n.nominations().lowest) == ({}, 0)

@@ -17,6 +17,7 @@ from scheduler.backend.queue.nominator import Nominator
 from scheduler.config.load import load_config
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.nominations import Nominations
 from scheduler.framework.runtime import FilterPass
 from scheduler.framework.runtime.counting_filter import CountingFilter
 from scheduler.framework.status import Status
@@ -277,8 +278,8 @@ def test_the_diagnosis_of_nodes_with_nominated_pods_equals_the_two_pass_node_by_
 def test_a_preempting_cycle_reads_the_nominations_once(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The Filter pass and the dry run after it share one read of the nominated pods (a read
-    looks up every nominated pod in the queue; a preemption burst has hundreds)."""
+    """The Filter pass and the dry run after it share one read of the nominations (both see
+    them as they stood at the cycle's first question)."""
     profile = h.fwk.profile_name
     for i in range(3):
         h.add_node(make_node(f"n{i}", cpu="4", memory="32Gi"))
@@ -290,13 +291,13 @@ def test_a_preempting_cycle_reads_the_nominations_once(
     h.pods[waiting.key] = waiting
     h.queue.nominator.add_nominated_pod(waiting, "n0")
     reads = []
-    by_node = Nominator.nominated_pods_by_node
+    read = Nominator.nominations
 
-    def counted(nominator: Nominator) -> dict[str, list[Pod]]:
+    def counted(nominator: Nominator) -> Nominations:
         reads.append(1)
-        return by_node(nominator)
+        return read(nominator)
 
-    monkeypatch.setattr(Nominator, "nominated_pods_by_node", counted)
+    monkeypatch.setattr(Nominator, "nominations", counted)
     preemptor = make_pod("preemptor", cpu="3970m", priority=1000, scheduler_name=profile)
     h.add_pod(preemptor)
     h.schedule_next()
