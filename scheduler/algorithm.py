@@ -242,7 +242,7 @@ class SchedulingAlgorithm:
             raise SchedulingError(cast(Status, column.statuses[int(column.of_row[first])]))
         # A row that passes can only appear if the cluster changed under us: left unlisted.
         table = self.snapshot.table
-        diagnosis.node_to_status.set_rows(table.names, table.index, order, column)
+        diagnosis.node_to_status.set_rows(table.names, table.index, order, column, table.infos)
         for s, _ in present:
             _add_plugin_status(diagnosis, s)
 

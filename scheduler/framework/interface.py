@@ -108,7 +108,9 @@ class RequestFitFilter(PodCountingFilter, Protocol):
     """A counting filter whose verdict is a room check: the pod passes on a node exactly when
     the node has room for one more pod (pods + 1 <= allocatable pods) and, for every resource
     `fit_request` names with a positive amount, requested + that amount <= allocatable. Lets
-    preemption's dry run decide many nodes at once with column arithmetic."""
+    preemption's dry run decide many nodes at once with column arithmetic. Where it rejects,
+    its Status depends only on the node's allocatable and on which of those checks fail: the
+    dry run words one node per such case and gives the others the same Status."""
 
     def fit_request(self, state: CycleState, pod: Pod) -> Resource: ...
 
@@ -116,6 +118,8 @@ class RequestFitFilter(PodCountingFilter, Protocol):
 class CountingCheck(Protocol):
     """A cycle's Filter as a function of a node's pod count and requests
     (framework/runtime/counting_filter.py)."""
+
+    def nominated_by_node(self, pod: Pod) -> Mapping[str, Sequence[Pod]]: ...
 
     def nominated_pods(self, pod: Pod, node_name: str) -> Sequence[Pod]: ...
 
@@ -126,6 +130,11 @@ class CountingCheck(Protocol):
 
     def node_only_status(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """The first rejection among the plugins that read only the Node, in order."""
+        ...
+
+    def node_only_passes(self, state: CycleState, pod: Pod, table: NodeTable) -> BoolColumn | None:
+        """Per row of `table`, whether every plugin that reads only the Node passes; None
+        when one of them has no batch column for this pod."""
         ...
 
     def with_nominated(

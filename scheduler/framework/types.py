@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.api.objects import Node, Pod, PodMatchKey
 from scheduler.api.resources import Resource
@@ -296,11 +297,13 @@ class NodeToStatus:
         index: Mapping[str, int],
         rows: IndexColumn,
         column: StatusColumn,
+        infos: Sequence[NodeInfo] | None = None,
     ) -> None:
         """`names[rows[i]]` gets `column`'s status of row i (`index`: name -> row, the inverse
-        of `names`); rows that pass are not listed."""
+        of `names`; `infos`: the NodeInfos in `names`' order, when the caller has them, for
+        `nodes_with_code` over them without a per-name map); rows that pass are not listed."""
         self._listed()
-        self._rows = _Rows(names, index, rows, column)
+        self._rows = _Rows(names, index, rows, column, infos)
 
     def get(self, node_name: str) -> Status:
         pending = self._rows
@@ -335,6 +338,10 @@ class NodeToStatus:
 
     def nodes_with_code(self, infos: list[NodeInfo], code: Code) -> list[NodeInfo]:
         """The nodes of `infos`, in order, whose status has `code`."""
+        pending = self._rows
+        if pending is not None and pending.infos is infos:
+            hit = pending.with_code(code, self.absent_status, self._map)
+            return [infos[i] for i in np.flatnonzero(hit).tolist()]
         get = self._listed().get  # one map for every node (not a `get` per node on the rows)
         if self.absent_status.code == code:
             absent = self.absent_status
@@ -350,6 +357,23 @@ class _Rows:
     index: Mapping[str, int]
     rows: IndexColumn
     column: StatusColumn
+    infos: Sequence[NodeInfo] | None
+
+    def with_code(
+        self, code: Code, absent: Status, earlier: Mapping[str, Status]
+    ) -> npt.NDArray[np.bool_]:
+        """Per name, whether its status has `code`: these rows' where listed, else the one
+        set `earlier` (before these rows, which win over it), else `absent`."""
+        hit = np.full(len(self.names), absent.code == code, np.bool_)
+        for name, status in earlier.items():
+            row = self.index.get(name)
+            if row is not None:
+                hit[row] = status.code == code
+        statuses = self.column.statuses
+        listed = np.array([s is not None for s in statuses], np.bool_)[self.column.of_row]
+        coded = np.array([s is not None and s.code == code for s in statuses], np.bool_)
+        hit[self.rows[listed]] = coded[self.column.of_row[listed]]
+        return hit
 
     def get(self, node_name: str) -> Status | None:
         row = self.index.get(node_name)

@@ -78,6 +78,13 @@ def test_rows_set_at_once_answer_as_if_set_node_by_node() -> None:
             assert _names(fresh.nodes_with_code(infos, code)) == _names(
                 plain.nodes_with_code(infos, code)
             )
+            at_once = NodeToStatus()  # with the rows' NodeInfos: answered from the rows
+            at_once.absent_status = lazy.absent_status
+            for name, status in before.items():
+                at_once.set(name, status)
+            at_once.set_rows(names, index, order, StatusColumn.of(per_row), infos)
+            assert at_once.nodes_with_code(infos, code) == plain.nodes_with_code(infos, code)
+            assert at_once._rows is not None  # no per-name map was built
         assert [lazy.get(name) for name in names] == [plain.get(name) for name in names]
         assert sorted(_counts(lazy), key=repr) == sorted(_counts(plain), key=repr)
         for name, status in after.items():

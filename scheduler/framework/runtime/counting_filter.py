@@ -27,6 +27,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from scheduler.api.objects import Pod
 from scheduler.api.resources import Resource
 from scheduler.framework.cycle_state import CycleState
@@ -37,6 +39,7 @@ from scheduler.framework.interface import (
     PreFilterPlugin,
     RequestFitFilter,
 )
+from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.runtime.calls import call_filter, word_filter_status
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo
@@ -57,6 +60,7 @@ class CountingFilter:
 
     __slots__ = (
         "_counting_steps",
+        "_node_only_passes",
         "_node_only_steps",
         "_nominated",
         "_observe",
@@ -78,6 +82,8 @@ class CountingFilter:
         rules = [c for _, c in self._counting_steps if isinstance(c, RequestFitFilter)]
         #: The counting plugins as room rules, when every one of them is one.
         self._room_rules = rules if len(rules) == len(self._counting_steps) else None
+        #: node_only_passes' answer, for the table it was asked about.
+        self._node_only_passes: tuple[NodeTable, BoolColumn | None] | None = None
 
     @staticmethod
     def for_cycle(
@@ -109,6 +115,10 @@ class CountingFilter:
         """The plugins answered in counting form (the others read only the Node)."""
         return frozenset(pl.name for pl, _ in self._counting_steps)
 
+    def nominated_by_node(self, pod: Pod) -> Mapping[str, Sequence[Pod]]:
+        """`nominated_pods` of every node that has some."""
+        return self._nominated(pod)
+
     def nominated_pods(self, pod: Pod, node_name: str) -> Sequence[Pod]:
         """The pods nominated to the node that count against `pod` there, as the
         nominations stood at this cycle's first question."""
@@ -124,6 +134,24 @@ class CountingFilter:
         """The first rejection among the plugins that read only the Node, in the cycle's
         order: `status` on a node where the counting plugins are known to pass."""
         return self._run(self._node_only_steps, state, pod, node_info, node_info.requested, 0)
+
+    def node_only_passes(self, state: CycleState, pod: Pod, table: NodeTable) -> BoolColumn | None:
+        """Per row of `table`, whether every plugin that reads only the Node passes (their
+        batch columns together), or None when one of them has no column for this pod. Asked
+        once per table in a cycle (the dry run asks per chunk of nodes)."""
+        cached = self._node_only_passes
+        if cached is not None and cached[0] is table:
+            return cached[1]
+        passes: BoolColumn | None = np.ones(table.n, np.bool_)
+        for pl, _ in self._node_only_steps:
+            batch = getattr(pl, "filter_batch", None)
+            column = batch(state, pod, table) if callable(batch) else None
+            if column is None:
+                passes = None
+                break
+            passes = passes & column
+        self._node_only_passes = (table, passes)
+        return passes
 
     def status(
         self,

@@ -9,8 +9,12 @@ the same removals, check and reprieve walk run as numpy column operations over a
 a chunk, one step per victim position. Victim order and PDB accounting stay per node (Python), as
 they are exactly the node-by-node path's.
 
-A node whose check fails even with every potential victim gone is left to the node-by-node path
-(the caller's), which words the Filter's Status.
+A node whose check fails even with every potential victim gone (a preemptor late in a burst
+meets thousands: every node's room already nominated) gets the Filter's Status without a call per
+node when every plugin that reads only the Node has a batch column saying it passes there: the
+room rules' Status depends only on the node's allocatable and on which of their checks fail
+(RequestFitFilter), so one node per such case is worded and the others share its Status. The
+rest are left to the node-by-node path (the caller's).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from scheduler.api.objects import Pod, PodDisruptionBudget
 from scheduler.api.resources import Resource
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import CountingCheck
+from scheduler.framework.node_table import NodeTable
 from scheduler.framework.preemption.victims import importance_key, split_by_pdb_violation
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo
@@ -66,6 +71,17 @@ class _Dims:
         columns.extend([r.scalar.get(name, 0) for r in amounts] for name in self.scalar)
         return np.array(columns, dtype=np.int64).reshape(len(columns), len(amounts)).T
 
+    def failing(self, rules: list[Resource], allocatable: IntMatrix, used: IntMatrix) -> IntMatrix:
+        """Per node, which checks of each rule fail with `used` on it (0/1, rule by rule):
+        one more pod, and each amount the rule names."""
+        parts = []
+        for rule in rules:
+            need = self.matrix([rule], [1])[0]
+            checked = need > 0
+            checked[0] = True
+            parts.append(checked & (used + need > allocatable))
+        return np.concatenate(parts, axis=1).astype(np.int64)
+
     def room(self, rules: list[Resource], allocatable: IntMatrix) -> IntMatrix:
         """Per node, the most each column may hold for every rule to pass: allocatable less the
         rule's amount where it checks that column (one pod for the count), else unbounded;
@@ -98,24 +114,25 @@ def select_by_columns(
     pod: Pod,
     nodes: list[tuple[int, NodeInfo, list[Pod]]],
     pdbs: list[PodDisruptionBudget],
+    table: NodeTable,
 ) -> dict[int, Victims]:
-    """Victims for each (index, node, its potential victims) of `nodes`, keyed by index. Nodes
-    where the pod does not fit even with every potential victim gone are left out: the caller
-    words their Status node by node."""
+    """Victims for each (index, node, its potential victims) of `nodes`, keyed by index
+    (`table`: the snapshot's). Nodes where the pod does not fit even with every potential
+    victim gone, and whose Status cannot be shared (module docstring), are left out: the
+    caller words their Status node by node."""
     if not nodes:
         return {}
     dims = _Dims.of(rules)
     key = importance_key(time.time())
     infos = [info for _, info, _ in nodes]
-    room = dims.room(
-        rules,
-        dims.matrix(
-            [i.allocatable for i in infos], [i.allocatable.allowed_pod_number for i in infos]
-        ),
+    allocatable = dims.matrix(
+        [i.allocatable for i in infos], [i.allocatable.allowed_pod_number for i in infos]
     )
+    room = dims.room(rules, allocatable)
     used = dims.matrix([i.requested for i in infos], [len(i.pods) for i in infos])
+    nominated_on = counting.nominated_by_node(pod)
     for row, info in enumerate(infos):
-        nominated = counting.nominated_pods(pod, info.name)
+        nominated = nominated_on.get(info.name)
         if nominated:
             used[row] += dims.matrix([o.requests for o in nominated], [1] * len(nominated)).sum(0)
     walks: list[_Walk] = []
@@ -125,20 +142,38 @@ def select_by_columns(
         order = violating + non_violating
         walks.append(_Walk(index, info, order, len(violating), bool(violating and non_violating)))
     victims = [v for walk in walks for v in walk.order]
-    fits, chosen = _reprieve_columns(
+    emptied, fits, chosen = _reprieve_columns(
         used,
         room,
         dims.matrix([v.requests for v in victims], [1] * len(victims)),
         np.array([len(walk.order) for walk in walks], dtype=np.intp),
     )
+    node_only_pass = _node_only_pass(counting, state, pod, table, infos)
     found: dict[int, Victims] = {}
+    if not fits.all():
+        misfits = np.flatnonzero(~fits)
+        failing = dims.failing(rules, allocatable[misfits], emptied[misfits])
+        cases = np.concatenate([allocatable[misfits], failing], axis=1)
+        worded: dict[int, Status | None] = {}
+        for row, case in zip(misfits.tolist(), _case_ids(cases), strict=True):
+            if not node_only_pass[row]:
+                continue  # worded node by node by the caller
+            walk = walks[row]
+            if case not in worded:
+                worded[case] = counted_status(
+                    counting, state, pod, walk.info, walk.order, counts_only=True
+                )
+            status = worded[case]
+            if status is not None:
+                found[walk.index] = ([], 0, status)
     for row, walk in enumerate(walks):
         if not fits[row]:
             continue
-        status = counting.node_only_status(state, pod, walk.info)
-        if status is not None:
-            found[walk.index] = ([], 0, status)
-            continue
+        if not node_only_pass[row]:
+            status = counting.node_only_status(state, pod, walk.info)
+            if status is not None:
+                found[walk.index] = ([], 0, status)
+                continue
         picked = chosen[row]
         taken = [v for k, v in enumerate(walk.order) if picked[k]]
         if walk.mixed:
@@ -148,13 +183,57 @@ def select_by_columns(
     return found
 
 
+def _node_only_pass(
+    counting: CountingCheck, state: CycleState, pod: Pod, table: NodeTable, infos: list[NodeInfo]
+) -> list[bool]:
+    """Per node of `infos`, whether the plugins that read only the Node are known to pass
+    there (their batch columns say so); False: unknown, or one rejects."""
+    passes = counting.node_only_passes(state, pod, table)
+    if passes is None:
+        return [False] * len(infos)
+    rows = [table.index.get(info.name) for info in infos]
+    return [row is not None and bool(passes[row]) for row in rows]
+
+
+def _case_ids(cases: IntMatrix) -> list[int]:
+    """Per row, an id shared exactly by the rows equal to it (the misfits' cases: one node
+    of each is worded, the others share its Status)."""
+    _, ids = np.unique(cases, axis=0, return_inverse=True)
+    return [int(i) for i in ids.reshape(-1)]
+
+
+def counted_status(
+    counting: CountingCheck,
+    state: CycleState,
+    pod: Pod,
+    info: NodeInfo,
+    potential: list[Pod],
+    counts_only: bool = False,
+) -> Status | None:
+    """The Filter's Status (with the pods nominated there) on `info` without `potential`."""
+    requested, count = without(info, potential)
+    nominated = counting.nominated_pods(pod, info.name)
+    return counting.with_nominated(
+        state, pod, info, requested, count, nominated, counts_only=counts_only
+    )
+
+
+def without(info: NodeInfo, potential: list[Pod]) -> tuple[Resource, int]:
+    """The node's requests and pod count with `potential` removed."""
+    requested = info.requested.clone()
+    for victim in potential:
+        requested.add(victim.requests, -1)
+    return requested, len(info.pods) - len(potential)
+
+
 def _reprieve_columns(
     used: IntMatrix, room: IntMatrix, victims: IntMatrix, lengths: npt.NDArray[np.intp]
-) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+) -> tuple[IntMatrix, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Per node (row of `used`: its columns with the nominated pods, before removing any
-    victim): does the pod fit with every potential victim removed, and which victim positions
-    stay victims after the walk (each given back in turn, kept if the pod still fits).
-    `victims` holds every node's victims in walk order, `lengths[row]` of them per node."""
+    victim): its columns with every potential victim removed, does the pod fit then, and
+    which victim positions stay victims after the walk (each given back in turn, kept if the
+    pod still fits). `victims` holds every node's victims in walk order, `lengths[row]` of them
+    per node."""
     n, width = len(lengths), int(lengths.max(initial=0))
     starts = np.cumsum(lengths) - lengths
     node_of = np.repeat(np.arange(n), lengths)
@@ -162,7 +241,7 @@ def _reprieve_columns(
     step = np.zeros((n, width, used.shape[1]), dtype=np.int64)
     step[node_of, position] = victims
     valid = np.arange(width) < lengths[:, None]
-    current = used - step.sum(axis=1)
+    current = emptied = used - step.sum(axis=1)
     fits = (current <= room).all(axis=1)
     chosen = np.zeros((n, width), dtype=np.bool_)
     for k in range(width):
@@ -170,4 +249,4 @@ def _reprieve_columns(
         keep = valid[:, k] & (trial <= room).all(axis=1)
         current = np.where(keep[:, None], trial, current)
         chosen[:, k] = valid[:, k] & ~keep
-    return fits, chosen
+    return emptied, fits, chosen

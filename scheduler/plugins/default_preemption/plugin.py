@@ -41,7 +41,7 @@ from scheduler.framework.preemption.victims import (
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeToStatus, PostFilterResult
 from scheduler.plugins.default_preemption.args import PreemptionArgs
-from scheduler.plugins.default_preemption.columns import select_by_columns
+from scheduler.plugins.default_preemption.columns import select_by_columns, without
 
 NAME = "DefaultPreemption"
 ASYNC_GATE = "SchedulerAsyncPreemption"
@@ -183,7 +183,9 @@ class DefaultPreemption:
             potential = [p for p in info.pods if p.priority < pod.priority]
             if potential:
                 columnar.append((index, info, potential))
-        found = select_by_columns(counting, rules, state, pod, columnar, pdbs)
+        found = select_by_columns(
+            counting, rules, state, pod, columnar, pdbs, self._handle.snapshot().table
+        )
         return [
             found[index] if index in found else self.select_victims_on_node(state, pod, info, pdbs)
             for index, info in enumerate(nodes)
@@ -265,10 +267,7 @@ def _select_by_counting(
     """`select_victims_on_node` when only the node's pod count and requests decide Filter
     (CountingFilter): the same removals, checks and reprieves in the same order, on two
     numbers instead of a copied NodeInfo and CycleState."""
-    requested = node_info.requested.clone()
-    for victim in potential:
-        requested.add(victim.requests, -1)
-    count = len(node_info.pods) - len(potential)
+    requested, count = without(node_info, potential)
     nominated = counting.nominated_pods(pod, node_info.name)
     status = counting.with_nominated(state, pod, node_info, requested, count, nominated)
     if status is not None:

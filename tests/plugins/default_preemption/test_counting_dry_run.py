@@ -156,8 +156,9 @@ def test_counting_dry_run_picks_the_same_victims_as_the_general_path(h: Harness,
 def test_the_column_dry_run_picks_what_the_general_path_picks_node_by_node(extended: bool) -> None:
     """select_victims_on_nodes decides the nodes with potential victims together (columns.py)
     and leaves the others to the node-by-node path; on 20 random clusters every node's victims,
-    PDB violations and Status are the general path's."""
-    nodes_with_victims = 0
+    PDB violations and Status are the general path's, also where the pod does not fit even with
+    every victim gone and one node's Status is shared by the others of its case."""
+    nodes_with_victims = shared_statuses = 0
     for seed in range(20):
         h = _harness()
         try:
@@ -176,9 +177,12 @@ def test_the_column_dry_run_picks_what_the_general_path_picks_node_by_node(exten
             ]
             assert [_summary(r) for r in together] == [_summary(r) for r in one_by_one], seed
             nodes_with_victims += sum(1 for victims, _, _ in one_by_one if victims)
+            statuses = [status for _, _, status in together if status is not None]
+            shared_statuses += len(statuses) - len({id(status) for status in statuses})
         finally:
             h.close()
     assert nodes_with_victims > 20  # victims were compared, not only Statuses
+    assert shared_statuses > 20  # so were the Statuses worded once per case
 
 
 def _filter_observations() -> Counter[tuple[str, str]]:
