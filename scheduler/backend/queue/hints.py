@@ -16,7 +16,7 @@ import structlog
 
 from scheduler import metrics
 from scheduler.api.objects import Pod
-from scheduler.backend.queue.deferred_metrics import DeferredMetrics
+from scheduler.deferred_metrics import DeferredMetrics
 from scheduler.framework.events import (
     ClusterEvent,
     ClusterEventWithHint,

@@ -12,8 +12,8 @@ from collections.abc import Sized
 from typing import Any
 
 from scheduler import metrics
-from scheduler.backend.queue.deferred_metrics import DeferredMetrics
 from scheduler.backend.queue.unschedulable import UnschedulablePool
+from scheduler.deferred_metrics import DeferredMetrics
 from scheduler.framework.status import Code
 from scheduler.framework.types import QueuedPodInfo
 

@@ -3,10 +3,14 @@ framework metrics (cached children, since labels() is costly on hot paths)."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from scheduler import metrics
+from scheduler.deferred_metrics import DeferredMetrics
 from scheduler.framework.interface import (
     BindPlugin,
     FilterPlugin,
@@ -39,6 +43,9 @@ class FrameworkBase:
         self._nominator = None
         self._ext_point_timers: dict[tuple[str, str], Any] = {}
         self._plugin_timers: dict[tuple[str, str, str], Any] = {}
+        #: Plugin durations observed by the thread inside `plugin_observations_deferred`.
+        self._deferred_plugin_metrics = DeferredMetrics()
+        self._deferring_thread: int | None = None
 
     def _set_profile(self, profile: ProfilePlugins) -> None:
         self.pre_enqueue_plugins: list[PreEnqueuePlugin] = profile.pre_enqueue
@@ -77,12 +84,31 @@ class FrameworkBase:
         child.observe(time.perf_counter() - start)
 
     def _observe_plugin(self, point: str, plugin: str, status: Status | None, start: float) -> None:
+        elapsed = time.perf_counter() - start
         key = (plugin, point, code_label(status))
         child = self._plugin_timers.get(key)
         if child is None:
             child = metrics.plugin_execution_duration.labels(*key)
             self._plugin_timers[key] = child
-        child.observe(time.perf_counter() - start)
+        if self._deferring_thread == threading.get_ident():
+            self._deferred_plugin_metrics.observe(child, elapsed)
+        else:
+            child.observe(elapsed)
+
+    @contextmanager
+    def plugin_observations_deferred(self) -> Iterator[None]:
+        """The calling thread's plugin durations inside are written when it leaves (a sampled
+        preemption attempt observes every Filter call of its dry run); other threads' (the
+        binding workers') are written at once. The exported values are the same."""
+        if self._deferring_thread is not None:  # nested, or another thread defers already
+            yield
+            return
+        self._deferring_thread = threading.get_ident()
+        try:
+            with self._deferred_plugin_metrics.deferred():
+                yield
+        finally:
+            self._deferring_thread = None
 
     def observe_filter_duration(self, status: Status | None, start: float) -> None:
         """Filter latency covers all nodes of a cycle, so the caller reports it."""

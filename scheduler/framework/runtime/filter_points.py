@@ -212,7 +212,11 @@ class FilterPoints(FrameworkBase):
         start = time.perf_counter()
         status: Status | None = None
         try:
-            result, status = self._run_post_filter(state, pod, node_to_status)
+            if not state.record_plugin_metrics:
+                result, status = self._run_post_filter(state, pod, node_to_status)
+                return result, status
+            with self.plugin_observations_deferred():  # every Filter call of a dry run
+                result, status = self._run_post_filter(state, pod, node_to_status)
             return result, status
         finally:
             self._observe(POST_FILTER, status, start)

@@ -6,8 +6,8 @@ import random
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from scheduler.backend.queue.deferred_metrics import DeferredMetrics, observe_all
 from scheduler.clock import FakeClock
+from scheduler.deferred_metrics import DeferredMetrics, observe_all
 from scheduler.framework.events import (
     ActionType,
     ClusterEvent,
