@@ -30,7 +30,7 @@ from e2e.bench.report import (
     table,
     write_record,
 )
-from e2e.bench.runner import Run, record_run
+from e2e.bench.runner import Run, bench_control_plane, record_run
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
     SCHEDULER_PLUGINS,
@@ -64,7 +64,7 @@ def run_workloads(
     """Runs every (workload, scheduler) pair in order; one record per pair, also as JSON."""
     workloads = load_workloads()
     results_dir.mkdir(parents=True, exist_ok=True)
-    cp = control_plane or ControlPlane(with_scheduler=False).start()
+    cp = control_plane or bench_control_plane().start()
     records: list[dict[str, Any]] = []
     machine = machine_facts()
     leftover: str | None = None

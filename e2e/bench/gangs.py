@@ -27,7 +27,7 @@ from kubernetes import client as k8s
 
 from e2e.bench.measure import PodTimes, percentile
 from e2e.bench.report import gang_line, machine_facts, write_record
-from e2e.bench.runner import Run, record_run
+from e2e.bench.runner import Run, bench_control_plane, record_run
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
     KUBE_SCHEDULER,
@@ -232,7 +232,7 @@ def grant_podgroups(api_client: k8s.ApiClient) -> None:
 
 def gang_control_plane() -> ControlPlane:
     """A control plane serving both PodGroup APIs (not started)."""
-    return ControlPlane(with_scheduler=False, feature_gates=GATES, runtime_config=RUNTIME_CONFIG)
+    return bench_control_plane(feature_gates=GATES, runtime_config=RUNTIME_CONFIG)
 
 
 def run_gang_workload(

@@ -49,6 +49,7 @@ from e2e.bench.workload import (
     service_manifest,
 )
 from e2e.cluster import ControlPlane, NotReadyError, wait_default_service_account, wait_for
+from e2e.cluster.controlplane import BENCH_NODE_MONITOR_GRACE_PERIOD
 from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 
 CREATE_THREADS = 24
@@ -107,6 +108,29 @@ class Countdown:
 
     def wait(self, timeout: float) -> bool:
         return self._done.wait(timeout)
+
+
+#: Taints the node lifecycle controller puts on a node it has stopped hearing from.
+UNREADY_TAINTS = frozenset({"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"})
+
+
+def bench_control_plane(**options: Any) -> ControlPlane:
+    """A control plane for benchmark runs (not started): its node lifecycle controller waits an
+    hour before tainting a silent node (BENCH_NODE_MONITOR_GRACE_PERIOD)."""
+    return ControlPlane(
+        with_scheduler=False, node_monitor_grace_period=BENCH_NODE_MONITOR_GRACE_PERIOD, **options
+    )
+
+
+def unready_node_count(node_list: dict[str, Any], prefix: str) -> int:
+    """How many nodes named `prefix`... of a NodeList carry a taint of UNREADY_TAINTS."""
+    count = 0
+    for node in node_list.get("items", []):
+        if not node["metadata"]["name"].startswith(prefix):
+            continue
+        taints = node.get("spec", {}).get("taints") or []
+        count += any(t.get("key") in UNREADY_TAINTS for t in taints)
+    return count
 
 
 class Run:
@@ -421,6 +445,17 @@ class Run:
             figures["api_requests"] = api_request_figures(
                 api_request_counts(api_before), api_request_counts(api_after)
             )
+        unready = self._unready_nodes()
+        if unready is not None:
+            figures["unready_nodes"] = unready
+            if unready:
+                print(
+                    f"warning: {self.workload.name} with {self.which}: {unready} of the run's "
+                    "nodes were tainted unreachable or not-ready at the end of the window (their "
+                    "nominated pods preempt again elsewhere: the figures are not comparable)",
+                    file=sys.stderr,
+                    flush=True,
+                )
         figures["mode"] = self.mode
         if pacing is not None:
             figures.update(pacing.figures())
@@ -433,6 +468,19 @@ class Run:
                     flush=True,
                 )
         return figures
+
+    def _unready_nodes(self) -> int | None:
+        """How many of the run's nodes the node lifecycle controller has tainted as silent, or
+        None (with a warning: no figure, never a zero) if the nodes cannot be listed."""
+        try:
+            status, body = self.rest.request("GET", "/api/v1/nodes")
+        except (OSError, http.client.HTTPException) as err:
+            print(f"warning: could not list the nodes: {err}", file=sys.stderr)
+            return None
+        if status != 200:
+            print(f"warning: listing the nodes answered {status}", file=sys.stderr)
+            return None
+        return unready_node_count(json.loads(body), f"bench-{self.run_id}-")
 
     def _api_server_metrics(self) -> str | None:
         """The API server's /metrics text, or None (with a warning: the record then has no

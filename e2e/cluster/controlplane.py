@@ -39,6 +39,11 @@ SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 #: How long the node lifecycle controller tolerates a silent node. kwok renews Leases every
 #: 10 s; the generous grace keeps nodes Ready even when a benchmark saturates both cores.
 NODE_MONITOR_GRACE_PERIOD = "120s"
+#: The benchmark's: with 5000 fake nodes on two busy cores kwok falls minutes behind on Lease
+#: renewals, and at 120 s the controller tainted up to 1 600 nodes unreachable mid-run, which
+#: re-preempted nominated pods (docs/benchmarks.md, session 28). scheduler_perf runs no node
+#: lifecycle controller at all; this one still lifts the not-ready taint of new nodes.
+BENCH_NODE_MONITOR_GRACE_PERIOD = "1h"
 
 #: Health endpoints of kube-controller-manager / kube-scheduler readable without credentials.
 ALWAYS_ALLOW_PATHS = "/healthz,/readyz,/livez,/metrics"
@@ -107,8 +112,10 @@ class ControlPlane:
         prompt_pod_deletion: bool = False,
         feature_gates: Mapping[str, bool] | None = None,
         runtime_config: Mapping[str, str] | None = None,
+        node_monitor_grace_period: str = NODE_MONITOR_GRACE_PERIOD,
     ) -> None:
         self._own_workdir = workdir is None
+        self.node_monitor_grace_period = node_monitor_grace_period
         self.feature_gates: dict[str, bool] = dict(feature_gates or {})
         self.runtime_config: dict[str, str] = dict(runtime_config or {})
         self.prompt_pod_deletion = prompt_pod_deletion
@@ -597,7 +604,7 @@ class ControlPlane:
             f"--cluster-signing-cert-file={pki.ca.cert}",
             f"--cluster-signing-key-file={pki.ca.key}",
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-            f"--node-monitor-grace-period={NODE_MONITOR_GRACE_PERIOD}",
+            f"--node-monitor-grace-period={self.node_monitor_grace_period}",
             "--leader-elect=false",
             "--kube-api-qps=200",
             "--kube-api-burst=400",

@@ -1,0 +1,27 @@
+"""The benchmark counts the run's nodes the node lifecycle controller stopped hearing from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from e2e.bench.runner import unready_node_count
+
+
+def _node(name: str, *taints: str) -> dict[str, Any]:
+    spec = {"taints": [{"key": key, "effect": "NoSchedule"} for key in taints]} if taints else {}
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def test_only_the_runs_nodes_tainted_unreachable_or_not_ready_count() -> None:
+    nodes = {
+        "items": [
+            _node("bench-abc123-0"),
+            _node("bench-abc123-1", "node.kubernetes.io/unreachable"),
+            _node("bench-abc123-2", "node.kubernetes.io/not-ready", "example.com/other"),
+            _node("bench-abc123-3", "example.com/other"),
+            _node("bench-ffffff-0", "node.kubernetes.io/unreachable"),  # another run's
+            _node("kind-control-plane", "node.kubernetes.io/not-ready"),
+        ]
+    }
+    assert unready_node_count(nodes, "bench-abc123-") == 2
+    assert unready_node_count({"items": []}, "bench-abc123-") == 0
