@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from e2e.bench.report import notes
 from e2e.bench.runner import unready_node_count
 
 
@@ -25,3 +26,9 @@ def test_only_the_runs_nodes_tainted_unreachable_or_not_ready_count() -> None:
     }
     assert unready_node_count(nodes, "bench-abc123-") == 2
     assert unready_node_count({"items": []}, "bench-abc123-") == 0
+
+
+def test_a_run_with_silent_nodes_says_so_under_the_table() -> None:
+    assert notes({"figures": {"unready_nodes": 0}}) == []
+    (note,) = notes({"figures": {"unready_nodes": 12}})
+    assert note.startswith("12 nodes tainted unreachable") and "not comparable" in note

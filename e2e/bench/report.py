@@ -126,10 +126,15 @@ def mode_cell(record: dict[str, Any]) -> str:
 
 
 def notes(record: dict[str, Any]) -> list[str]:
-    """What a reader of the figures must know about the run: a paced creation that fell
-    behind its rate, and capacity mode's pinning (and whether it held)."""
+    """What a reader of the figures must know about the run: nodes tainted as silent, a paced
+    creation that fell behind its rate, and capacity mode's pinning (and whether it held)."""
     f = record.get("figures", {})
     out: list[str] = []
+    if f.get("unready_nodes"):
+        out.append(
+            f"{f['unready_nodes']} nodes tainted unreachable or not-ready at the end: not "
+            "comparable (pods nominated to them preempt again)"
+        )
     if "create_qps_asked" in f:
         verdict = "reached" if f.get("create_qps_reached") else "NOT REACHED"
         out.append(
