@@ -472,28 +472,28 @@ class Run:
     def _unready_nodes(self) -> int | None:
         """How many of the run's nodes the node lifecycle controller has tainted as silent, or
         None (with a warning: no figure, never a zero) if the nodes cannot be listed."""
-        try:
-            status, body = self.rest.request("GET", "/api/v1/nodes")
-        except (OSError, http.client.HTTPException) as err:
-            print(f"warning: could not list the nodes: {err}", file=sys.stderr)
-            return None
-        if status != 200:
-            print(f"warning: listing the nodes answered {status}", file=sys.stderr)
-            return None
-        return unready_node_count(json.loads(body), f"bench-{self.run_id}-")
+        body = self._read("/api/v1/nodes", "list the nodes")
+        return (
+            None if body is None else unready_node_count(json.loads(body), f"bench-{self.run_id}-")
+        )
 
     def _api_server_metrics(self) -> str | None:
         """The API server's /metrics text, or None (with a warning: the record then has no
         `api_requests`, never zeros) if it cannot be read."""
+        body = self._read("/metrics", "read the API server's /metrics")
+        return None if body is None else body.decode()
+
+    def _read(self, path: str, what: str) -> bytes | None:
+        """GET `path` from the API server, or None with a warning saying it could not `what`."""
         try:
-            status, body = self.rest.request("GET", "/metrics")
+            status, body = self.rest.request("GET", path)
         except (OSError, http.client.HTTPException) as err:
-            print(f"warning: could not read the API server's /metrics: {err}", file=sys.stderr)
+            print(f"warning: could not {what}: {err}", file=sys.stderr)
             return None
         if status != 200:
-            print(f"warning: the API server's /metrics answered {status}", file=sys.stderr)
+            print(f"warning: could not {what}: the API server answered {status}", file=sys.stderr)
             return None
-        return body.decode()
+        return body
 
     def _wait_bound(self, watcher: PodWatcher, wanted: set[str]) -> None:
         """Until the watch has seen every wanted pod bound (or deleted before it could be), or

@@ -4,6 +4,7 @@ nodes of a cycle is a FilterPass (filter_pass.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Mapping, Sequence
@@ -211,11 +212,14 @@ class FilterPoints(FrameworkBase):
     ) -> tuple[PostFilterResult | None, Status]:
         start = time.perf_counter()
         status: Status | None = None
+        # A sampled cycle's dry run observes every Filter call: written once at the end.
+        deferring = (
+            self.plugin_observations_deferred()
+            if state.record_plugin_metrics
+            else contextlib.nullcontext()
+        )
         try:
-            if not state.record_plugin_metrics:
-                result, status = self._run_post_filter(state, pod, node_to_status)
-                return result, status
-            with self.plugin_observations_deferred():  # every Filter call of a dry run
+            with deferring:
                 result, status = self._run_post_filter(state, pod, node_to_status)
             return result, status
         finally:

@@ -71,26 +71,29 @@ class _Dims:
         columns.extend([r.scalar.get(name, 0) for r in amounts] for name in self.scalar)
         return np.array(columns, dtype=np.int64).reshape(len(columns), len(amounts)).T
 
+    def checks(self, rule: Resource) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """The rule's amounts in column order (one pod for the count) and which columns it
+        checks (the count, and each amount it names)."""
+        need = self.matrix([rule], [1])[0]
+        checked = need > 0
+        checked[0] = True
+        return need, checked
+
     def failing(self, rules: list[Resource], allocatable: IntMatrix, used: IntMatrix) -> IntMatrix:
-        """Per node, which checks of each rule fail with `used` on it (0/1, rule by rule):
-        one more pod, and each amount the rule names."""
+        """Per node, which checks of each rule fail with `used` on it (0/1, rule by rule)."""
         parts = []
         for rule in rules:
-            need = self.matrix([rule], [1])[0]
-            checked = need > 0
-            checked[0] = True
+            need, checked = self.checks(rule)
             parts.append(checked & (used + need > allocatable))
         return np.concatenate(parts, axis=1).astype(np.int64)
 
     def room(self, rules: list[Resource], allocatable: IntMatrix) -> IntMatrix:
         """Per node, the most each column may hold for every rule to pass: allocatable less the
-        rule's amount where it checks that column (one pod for the count), else unbounded;
-        the tightest over the rules."""
+        rule's amount where it checks that column, else unbounded; the tightest over the
+        rules."""
         room = np.full_like(allocatable, _UNCHECKED)
         for rule in rules:
-            need = self.matrix([rule], [1])[0]
-            checked = need > 0
-            checked[0] = True
+            need, checked = self.checks(rule)
             room = np.minimum(room, np.where(checked, allocatable - need, _UNCHECKED))
         return room
 
@@ -160,9 +163,7 @@ def select_by_columns(
                 continue  # worded node by node by the caller
             walk = walks[row]
             if case not in worded:
-                worded[case] = counted_status(
-                    counting, state, pod, walk.info, walk.order, counts_only=True
-                )
+                worded[case] = _status_without(counting, state, pod, walk.info, walk.order)
             status = worded[case]
             if status is not None:
                 found[walk.index] = ([], 0, status)
@@ -202,20 +203,14 @@ def _case_ids(cases: IntMatrix) -> list[int]:
     return [int(i) for i in ids.reshape(-1)]
 
 
-def counted_status(
-    counting: CountingCheck,
-    state: CycleState,
-    pod: Pod,
-    info: NodeInfo,
-    potential: list[Pod],
-    counts_only: bool = False,
+def _status_without(
+    counting: CountingCheck, state: CycleState, pod: Pod, info: NodeInfo, potential: list[Pod]
 ) -> Status | None:
-    """The Filter's Status (with the pods nominated there) on `info` without `potential`."""
+    """The Filter's Status (with the pods nominated there) on `info` without `potential`,
+    asking only the counting plugins: the caller knows the Node-only ones pass there."""
     requested, count = without(info, potential)
     nominated = counting.nominated_pods(pod, info.name)
-    return counting.with_nominated(
-        state, pod, info, requested, count, nominated, counts_only=counts_only
-    )
+    return counting.with_nominated(state, pod, info, requested, count, nominated, counts_only=True)
 
 
 def without(info: NodeInfo, potential: list[Pod]) -> tuple[Resource, int]:
