@@ -2,8 +2,12 @@
 
 `eventf` only appends a small record to a bounded buffer and returns: it never blocks and never
 does I/O. When the buffer is full the event is dropped, counted and logged (at most once a
-second). One worker thread turns records into Events and posts them, so events reach the API in
-the order they were recorded.
+second). A few sender threads turn records into Events and post them, several writes in flight
+at once as client-go's broadcaster (a goroutine per event): one write at a time falls behind a
+busy scheduler (about 13 events/s against 150 pods/s bound while the API server is saturated,
+docs/benchmarks.md), deferring the writes past the moment they describe and dropping them once
+the buffer fills. Events are started in the order they were recorded, not necessarily written
+in it.
 
 Isomorphic events (same regarding/related object, type, reason, action, reporter) become an
 EventSeries, as client-go does: the first is created, the second patches the stored event with
@@ -47,6 +51,7 @@ REPORTING_CONTROLLER = "kube-pysched"
 NOTE_LENGTH_LIMIT = 1024  # bytes, as the API validates events
 FIELD_LENGTH_LIMIT = 128  # reportingInstance, action, reason
 DEFAULT_BUFFER = 10000
+DEFAULT_SENDERS = 16  # writes in flight; give the recorder's RestClient as many connections
 MAX_TRIES = 12
 RETRY_INTERVAL = 10.0
 FINISH_TIME = 6 * 60.0
@@ -154,7 +159,8 @@ class EventRecorder:
     """Implements framework.interface.EventRecorder; `start()` before use, `stop()` at exit.
 
     Give it a KubeApi whose RestClient is not the scheduler's own (kube-scheduler uses a
-    separate client for events), so event traffic has its own rate limit.
+    separate client for events), so event traffic has its own rate limit, with a connection
+    per sender.
     """
 
     def __init__(
@@ -167,7 +173,10 @@ class EventRecorder:
         clock: Clock | None = None,
         retry_interval: float = RETRY_INTERVAL,
         max_tries: int = MAX_TRIES,
+        senders: int = DEFAULT_SENDERS,
     ) -> None:
+        if senders < 1:
+            raise ValueError(f"an event recorder needs at least one sender, not {senders}")
         self.api = api
         self.reporting_controller = reporting_controller
         instance = reporting_instance or f"{reporting_controller}-{socket.gethostname()}"
@@ -176,13 +185,18 @@ class EventRecorder:
         self._clock = clock or RealClock()
         self._retry_interval = retry_interval
         self._max_tries = max_tries
-        self._cond = threading.Condition()
+        self._senders = senders
+        lock = threading.Lock()
+        self._work = threading.Condition(lock)  # senders wait here for records or due writes
+        self._idle = threading.Condition(lock)  # flush waits here for nothing left to write
         self._queue: deque[_Record] = deque()
         self._retries: list[tuple[float, int, _Send]] = []
         self._seq = itertools.count()
-        self._busy = False
+        self._in_flight = 0
         self._closing = False
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
+        # The series cache, the last event name's nanos and the maintenance times.
+        self._cache_lock = threading.Lock()
         self._cache: dict[EventKey, _Entry] = {}
         self._last_nanos = 0
         self._next_finish = 0.0
@@ -195,32 +209,38 @@ class EventRecorder:
     # --- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._thread is not None:
+        if self._threads:
             return
         now = self._clock.monotonic()
         self._next_finish = now + FINISH_TIME
         self._next_refresh = now + REFRESH_TIME
-        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, name=f"event-recorder-{i}", daemon=True)
+            for i in range(self._senders)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Posts what is buffered (up to `timeout`), then ends the worker; retries are dropped."""
+        """Posts what is buffered (up to `timeout`), then ends the senders; retries are
+        dropped."""
         self.flush(timeout)
-        with self._cond:
+        with self._work:
             self._closing = True
-            self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
+            self._work.notify_all()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def flush(self, timeout: float) -> bool:
         """Waits until every recorded event was written or abandoned; False on timeout."""
         deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._queue or self._busy or self._retries:
+        with self._idle:
+            while self._queue or self._in_flight or self._retries:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._thread is None:
+                if remaining <= 0 or not self._threads:
                     return False
-                self._cond.wait(remaining)
+                self._idle.wait(remaining)
             return True
 
     # --- recording (any thread) -------------------------------------------------------------
@@ -247,13 +267,12 @@ class EventRecorder:
             action,
             message,
         )
-        with self._cond:
+        with self._work:
             if len(self._queue) >= self.buffer_size or self._closing:
                 self._drop(record, "recorder stopped" if self._closing else "buffer full")
                 return
             self._queue.append(record)
-            if not self._busy:
-                self._cond.notify()
+            self._work.notify()
 
     def _drop(self, record: _Record, why: str) -> None:
         self.dropped += 1
@@ -272,31 +291,35 @@ class EventRecorder:
     # --- worker -----------------------------------------------------------------------------
 
     def _run(self) -> None:
+        """A sender: one record at a time, then any retries and series writes that are due."""
         while True:
-            with self._cond:
+            with self._work:
                 while not self._queue and not self._closing:
                     wait = self._next_wait()
                     if wait <= 0:
                         break
-                    self._cond.wait(wait)
+                    self._work.wait(wait)
                 if self._closing and not self._queue:
                     self._retries.clear()
-                    self._cond.notify_all()
+                    self._idle.notify_all()
                     return
-                batch = list(self._queue)
-                self._queue.clear()
-                self._busy = True
+                record = self._queue.popleft() if self._queue else None
+                self._in_flight += 1
             try:
-                for record in batch:
-                    self._record(record)
+                if record is not None:
+                    send = self._decide(record)
+                    if send is not None:
+                        self._send(send)
                 self._send_due_retries()
-                self._maintain_series()
+                for send in self._due_series_writes():
+                    self._send(send)
             except Exception:
                 log.exception("event recorder failed")
             finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
+                with self._work:
+                    self._in_flight -= 1
+                    if not self._queue and not self._in_flight:
+                        self._idle.notify_all()
 
     def _next_wait(self) -> float:
         """Seconds until the next retry or series maintenance is due."""
@@ -305,30 +328,32 @@ class EventRecorder:
             wait = min(wait, self._retries[0][0] - time.monotonic())
         return wait
 
-    def _record(self, record: _Record) -> None:
+    def _decide(self, record: _Record) -> _Send | None:
+        """The write a record calls for: a new Event, the patch that makes it a series, or
+        none (a series counting up in memory)."""
         when, regarding, related, event_type, reason, action, message = record
         regarding_ref = ObjectRef.of(regarding)
         related_ref = ObjectRef.of(related) if related is not None else None
         key: EventKey = (event_type, action, reason, regarding_ref, related_ref)
-        entry = self._cache.get(key)
-        if entry is not None:
-            entry.last_observed = when
-            if entry.count:
-                entry.count += 1
-                return
-            entry.count = 2
-            self._send(_Send(key, entry, patch=True))
-            return
-        nanos = max(int(when * 1e9), self._last_nanos + 1)
-        self._last_nanos = nanos
-        entry = _Entry(
-            event_name(regarding_ref.name, nanos),
-            regarding_ref.namespace or "default",
-            when,
-            truncate_note(message),
-        )
-        self._cache[key] = entry
-        self._send(_Send(key, entry, patch=False))
+        with self._cache_lock:
+            entry = self._cache.get(key)
+            if entry is not None:
+                entry.last_observed = when
+                if entry.count:
+                    entry.count += 1
+                    return None
+                entry.count = 2
+                return _Send(key, entry, patch=True)
+            nanos = max(int(when * 1e9), self._last_nanos + 1)
+            self._last_nanos = nanos
+            entry = _Entry(
+                event_name(regarding_ref.name, nanos),
+                regarding_ref.namespace or "default",
+                when,
+                truncate_note(message),
+            )
+            self._cache[key] = entry
+            return _Send(key, entry, patch=False)
 
     def _body(self, send: _Send) -> Json:
         event_type, action, reason, regarding, related = send.key
@@ -377,6 +402,11 @@ class EventRecorder:
         except ApiError as err:
             if err.already_exists and send.patch:
                 return self._retry_later(send, err)
+            if err.already_exists:
+                # Its series' patch, sent at the same time, found no Event and created it
+                # first: the series stands for this one (client-go drops it too).
+                log.debug("event already written as a series", name=entry.name)
+                return True
             self.failed += 1
             log.error(
                 "server rejected event (will not retry)",
@@ -396,33 +426,42 @@ class EventRecorder:
             return True
         log.info("unable to write event (will retry)", name=send.entry.name, error=str(err))
         due = time.monotonic() + jittered(self._retry_interval, 0.25)
-        with self._cond:
+        with self._work:
             heapq.heappush(self._retries, (due, next(self._seq), send))
         return False
 
     def _send_due_retries(self) -> None:
         now = time.monotonic()
         while True:
-            with self._cond:
+            with self._work:
                 if not self._retries or self._retries[0][0] > now:
                     return
                 _, _, send = heapq.heappop(self._retries)
             self._send(send)
 
-    def _maintain_series(self) -> None:
+    def _due_series_writes(self) -> list[_Send]:
+        """The series writes due now: every series refreshed each REFRESH_TIME, and series
+        (and single events) unseen for FINISH_TIME finished and forgotten."""
         now_mono = self._clock.monotonic()
-        if now_mono >= self._next_refresh:
-            self._next_refresh = now_mono + REFRESH_TIME
-            for key, entry in list(self._cache.items()):
-                if entry.count:
-                    self._send(_Send(key, entry, patch=True))
-        if now_mono >= self._next_finish:
-            self._next_finish = now_mono + FINISH_TIME
-            cutoff = self._clock.now() - FINISH_TIME
-            for key, entry in list(self._cache.items()):
-                if entry.count:
-                    if entry.last_observed < cutoff:
-                        self._send(_Send(key, entry, patch=True))
+        if now_mono < self._next_refresh and now_mono < self._next_finish:
+            return []
+        sends: list[_Send] = []
+        with self._cache_lock:
+            if now_mono >= self._next_refresh:
+                self._next_refresh = now_mono + REFRESH_TIME
+                sends += [
+                    _Send(key, entry, patch=True)
+                    for key, entry in self._cache.items()
+                    if entry.count
+                ]
+            if now_mono >= self._next_finish:
+                self._next_finish = now_mono + FINISH_TIME
+                cutoff = self._clock.now() - FINISH_TIME
+                for key, entry in list(self._cache.items()):
+                    if entry.count:
+                        if entry.last_observed < cutoff:
+                            sends.append(_Send(key, entry, patch=True))
+                            del self._cache[key]
+                    elif entry.event_time < cutoff:
                         del self._cache[key]
-                elif entry.event_time < cutoff:
-                    del self._cache[key]
+        return sends

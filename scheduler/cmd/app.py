@@ -29,6 +29,7 @@ from scheduler.backend.queue import QueueProfile, SchedulingQueue
 from scheduler.client.api import KubeApi
 from scheduler.client.config import ConfigError as ClientConfigError
 from scheduler.client.config import load_client_config
+from scheduler.client.events import DEFAULT_SENDERS as EVENT_SENDERS
 from scheduler.client.events import EventRecorder
 from scheduler.client.gangs import GangInformers
 from scheduler.client.informer import (
@@ -145,7 +146,9 @@ class App:
         self.rest = RestClient(client_config)
         self.api = KubeApi(self.rest)
         # Events get their own client and rate limit, as kube-scheduler's event broadcaster.
-        self.recorder = EventRecorder(KubeApi(RestClient(client_config, max_connections=4)))
+        self.recorder = EventRecorder(
+            KubeApi(RestClient(client_config, max_connections=EVENT_SENDERS))
+        )
         self.cache = Cache()
         self.cache.export_metrics()
         self.snapshot = Snapshot()

@@ -66,11 +66,14 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def recorder(api: FakeEventsApi, clock: FakeClock) -> Iterator[EventRecorder]:
+    # One sender, so writes reach the fake in the order they were decided (with more, an
+    # event's create and its series' patch may cross: test_several_writes_are_in_flight...).
     rec = EventRecorder(
         api,  # type: ignore[arg-type]
         reporting_instance="kube-pysched-host1",
         clock=clock,
         retry_interval=0.01,
+        senders=1,
     )
     rec.start()
     yield rec
@@ -240,3 +243,64 @@ def test_object_ref_of_a_node_is_cluster_scoped() -> None:
         "apiVersion": "v1",
         "resourceVersion": "3",
     }
+
+
+def test_several_writes_are_in_flight_at_once(api: FakeEventsApi) -> None:
+    """A slow API server must not make events queue behind one write at a time: four
+    creates meet at a barrier, which a recorder writing one at a time would never reach."""
+    barrier = threading.Barrier(4, timeout=10)
+    create = api.create_event
+
+    def create_when_four_are_waiting(namespace: str, event: dict[str, Any]) -> dict[str, Any]:
+        barrier.wait()
+        return create(namespace, event)
+
+    api.create_event = create_when_four_are_waiting  # type: ignore[method-assign]
+    rec = EventRecorder(api, senders=4)  # type: ignore[arg-type]
+    rec.start()
+    try:
+        for i in range(8):
+            rec.eventf(pod(str(i)), None, "Normal", "Scheduled", "Binding", "ok")
+        assert rec.flush(15)
+    finally:
+        rec.stop()
+    assert not barrier.broken
+    assert (rec.sent, rec.failed) == (8, 0)
+    assert len(api.created) == 8
+
+
+def test_an_event_its_series_created_first_is_not_a_failure(
+    recorder: EventRecorder, api: FakeEventsApi
+) -> None:
+    """The create of an event and the patch of its series run side by side; when the patch
+    finds no Event and creates one first, the plain create's AlreadyExists is not an error."""
+    api.failures = [ApiError(409, "AlreadyExists", 'events "p.1" already exists')]
+    recorder.eventf(pod(), None, "Normal", "Scheduled", "Binding", "ok")
+    assert recorder.flush(5)
+    assert (recorder.sent, recorder.failed) == (0, 0)
+
+
+def test_a_recorder_needs_a_sender(api: FakeEventsApi) -> None:
+    with pytest.raises(ValueError, match="at least one sender"):
+        EventRecorder(api, senders=0)  # type: ignore[arg-type]
+
+
+def test_a_series_comes_out_whole_when_its_writes_cross(api: FakeEventsApi) -> None:
+    """An event and its repeat, written by two senders at once: whichever write lands first,
+    one Event is stored, counted twice, and nothing is reported failed."""
+    for _ in range(20):
+        api = FakeEventsApi()
+        rec = EventRecorder(api, retry_interval=0.01)  # type: ignore[arg-type]
+        rec.start()
+        try:
+            rec.eventf(pod(), None, "Warning", "FailedScheduling", "Scheduling", "no")
+            rec.eventf(pod(), None, "Warning", "FailedScheduling", "Scheduling", "no")
+            assert rec.flush(5)
+        finally:
+            rec.stop()
+        assert rec.failed == 0
+        [stored] = api.created.values()
+        patched = [c[2]["series"]["count"] for c in api.calls if c[0] == "patch"]
+        # Stored as a series by the patch that found no Event, or patched into one (again
+        # after a retry if its create had crossed the plain one).
+        assert stored.get("series", {}).get("count") == 2 or (patched and set(patched) == {2})
