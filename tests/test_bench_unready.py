@@ -13,7 +13,7 @@ def _node(name: str, *taints: str) -> dict[str, Any]:
     return {"metadata": {"name": name}, "spec": spec}
 
 
-def test_only_the_runs_nodes_tainted_unreachable_or_not_ready_count() -> None:
+def test_only_the_runs_ready_nodes_tainted_unreachable_or_not_ready_count() -> None:
     nodes = {
         "items": [
             _node("bench-abc123-0"),
@@ -24,8 +24,12 @@ def test_only_the_runs_nodes_tainted_unreachable_or_not_ready_count() -> None:
             _node("kind-control-plane", "node.kubernetes.io/not-ready"),
         ]
     }
-    assert unready_node_count(nodes, "bench-abc123-") == 2
-    assert unready_node_count({"items": []}, "bench-abc123-") == 0
+    run_nodes = {f"bench-abc123-{i}" for i in range(4)}
+    assert unready_node_count(nodes, run_nodes) == 2
+    assert unready_node_count({"items": []}, run_nodes) == 0
+    # A churn node just created (not among the nodes Ready before the run) is not counted.
+    churn = {"items": [_node("bench-abc123-4", "node.kubernetes.io/not-ready")]}
+    assert unready_node_count(churn, run_nodes) == 0
 
 
 def test_a_run_with_silent_nodes_says_so_under_the_table() -> None:

@@ -16,7 +16,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
@@ -122,11 +122,11 @@ def bench_control_plane(**options: Any) -> ControlPlane:
     )
 
 
-def unready_node_count(node_list: dict[str, Any], prefix: str) -> int:
-    """How many nodes named `prefix`... of a NodeList carry a taint of UNREADY_TAINTS."""
+def unready_node_count(node_list: dict[str, Any], names: Container[str]) -> int:
+    """How many nodes of a NodeList among `names` carry a taint of UNREADY_TAINTS."""
     count = 0
     for node in node_list.get("items", []):
-        if not node["metadata"]["name"].startswith(prefix):
+        if node["metadata"]["name"] not in names:
             continue
         taints = node.get("spec", {}).get("taints") or []
         count += any(t.get("key") in UNREADY_TAINTS for t in taints)
@@ -471,11 +471,14 @@ class Run:
 
     def _unready_nodes(self) -> int | None:
         """How many of the run's nodes the node lifecycle controller has tainted as silent, or
-        None (with a warning: no figure, never a zero) if the nodes cannot be listed."""
+        None (with a warning: no figure, never a zero) if the nodes cannot be listed. Only the
+        nodes made Ready before the scheduler started count: a churn node created a moment ago
+        is still tainted not-ready without having gone silent."""
         body = self._read("/api/v1/nodes", "list the nodes")
-        return (
-            None if body is None else unready_node_count(json.loads(body), f"bench-{self.run_id}-")
-        )
+        if body is None:
+            return None
+        ready_before = {f"bench-{self.run_id}-{i}" for i in range(self.size.nodes)}
+        return unready_node_count(json.loads(body), ready_before)
 
     def _api_server_metrics(self) -> str | None:
         """The API server's /metrics text, or None (with a warning: the record then has no
