@@ -167,3 +167,24 @@ def test_the_api_table_adds_the_requests_up_by_kind() -> None:
         "| W | 1000 | kube-pysched | live | 100 | 100 | 30 | 25 | 50 | 307 | 8 | 3 | 4.2 |"
     )
     assert markdown_api_table([{**record, "figures": {}}]) == ""  # not recorded: no table
+
+
+def test_events_kube_pysched_dropped_in_the_window_are_counted_and_noted() -> None:
+    from prometheus_client import Counter
+
+    from e2e.bench.report import notes
+
+    registry = CollectorRegistry()
+    dropped = Counter("kube_pysched_events_dropped", "dropped", registry=registry)
+    dropped.inc(3)
+    before = scrape(lambda: generate_latest(registry).decode(), pauses=True)
+    dropped.inc(40)
+    after = scrape(lambda: generate_latest(registry).decode(), pauses=True)
+    figures = scraped_figures(before, after)
+    assert figures["events_dropped"] == 40
+    (note,) = notes({"figures": figures})
+    assert note.startswith("40 events dropped") and "not comparable" in note
+    # kube-scheduler exports no such count: no figure rather than a zero.
+    plain = scrape(lambda: generate_latest(registry).decode(), pauses=False)
+    assert "events_dropped" not in scraped_figures(plain, plain)
+    assert notes({"figures": {"events_dropped": 0}}) == []

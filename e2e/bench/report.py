@@ -126,14 +126,20 @@ def mode_cell(record: dict[str, Any]) -> str:
 
 
 def notes(record: dict[str, Any]) -> list[str]:
-    """What a reader of the figures must know about the run: nodes tainted as silent, a paced
-    creation that fell behind its rate, and capacity mode's pinning (and whether it held)."""
+    """What a reader of the figures must know about the run: nodes tainted as silent, events
+    dropped, a paced creation that fell behind its rate, and capacity mode's pinning (and
+    whether it held)."""
     f = record.get("figures", {})
     out: list[str] = []
     if f.get("unready_nodes"):
         out.append(
             f"{f['unready_nodes']} nodes tainted unreachable or not-ready at the end: not "
             "comparable (pods nominated to them preempt again)"
+        )
+    if f.get("events_dropped"):
+        out.append(
+            f"{f['events_dropped']} events dropped in the window: not comparable (their writes "
+            "were spared the API server)"
         )
     if "create_qps_asked" in f:
         verdict = "reached" if f.get("create_qps_reached") else "NOT REACHED"

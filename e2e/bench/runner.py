@@ -445,6 +445,14 @@ class Run:
             figures["api_requests"] = api_request_figures(
                 api_request_counts(api_before), api_request_counts(api_after)
             )
+        if figures.get("events_dropped"):
+            print(
+                f"warning: {self.workload.name} with {self.which}: {figures['events_dropped']} "
+                "events dropped in the window (the recorder's buffer was full: the API server "
+                "was spared their writes)",
+                file=sys.stderr,
+                flush=True,
+            )
         unready = self._unready_nodes()
         if unready is not None:
             figures["unready_nodes"] = unready

@@ -4,7 +4,9 @@ Both schedulers: the scheduling attempts by result and the preemption attempts a
 so a difference in CPU per pod can be read against a difference in work (a preemptor tried
 more often, more preemptions). kube-pysched only: the GC pause histogram
 (kube_pysched_gc_pause_seconds) says how long the interpreter's collections held the process
-while the measured pods were scheduled, which /proc's CPU time cannot separate.
+while the measured pods were scheduled, which /proc's CPU time cannot separate; and the events
+its recorder dropped (kube_pysched_events_dropped_total): a run that drops events spares the
+API server writes the other scheduler makes.
 
 From the API server's /metrics, for either scheduler: the requests it served in the window by
 verb and resource (every client's, the scheduler's among them), so a difference in the
@@ -21,6 +23,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 GC_PAUSE = "kube_pysched_gc_pause_seconds"
+EVENTS_DROPPED = "kube_pysched_events_dropped"
 ATTEMPTS = "scheduler_schedule_attempts"
 PREEMPTION_ATTEMPTS = "scheduler_preemption_attempts"
 PREEMPTION_VICTIMS = "scheduler_preemption_victims"
@@ -108,12 +111,22 @@ def work_figures(before: dict[str, float], after: dict[str, float]) -> dict[str,
     return {key: round(after.get(key, 0.0) - before.get(key, 0.0)) for key in WORK_FIGURES}
 
 
+def events_dropped(text: str) -> float:
+    """kube-pysched's count of events its recorder dropped so far."""
+    for family in text_string_to_metric_families(text):
+        if family.name == EVENTS_DROPPED:
+            return sum(s.value for s in family.samples if s.name.endswith("_total"))
+    return 0.0
+
+
 @dataclass(frozen=True)
 class Scrape:
-    """One reading of a scheduler's /metrics: its work counters and (kube-pysched) GC pauses."""
+    """One reading of a scheduler's /metrics: its work counters and (kube-pysched) GC pauses
+    and dropped events."""
 
     work: dict[str, float]
     pauses: Pauses | None
+    dropped: float | None = None
 
 
 def scrape(fetch: Callable[[], str] | None, *, pauses: bool) -> Scrape | None:
@@ -126,7 +139,9 @@ def scrape(fetch: Callable[[], str] | None, *, pauses: bool) -> Scrape | None:
     except (OSError, RuntimeError) as err:
         print(f"warning: could not scrape the scheduler's /metrics: {err}")
         return None
-    return Scrape(work_counters(text), gc_pauses(text) if pauses else None)
+    if not pauses:
+        return Scrape(work_counters(text), None)
+    return Scrape(work_counters(text), gc_pauses(text), events_dropped(text))
 
 
 def scraped_figures(before: Scrape | None, after: Scrape | None) -> dict[str, Any]:
@@ -136,6 +151,8 @@ def scraped_figures(before: Scrape | None, after: Scrape | None) -> dict[str, An
     figures: dict[str, Any] = dict(work_figures(before.work, after.work))
     if before.pauses is not None and after.pauses is not None:
         figures.update(gc_figures(before.pauses, after.pauses))
+    if before.dropped is not None and after.dropped is not None:
+        figures["events_dropped"] = round(after.dropped - before.dropped)
     return figures
 
 
