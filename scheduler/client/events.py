@@ -1,6 +1,7 @@
 """An asynchronous recorder of events.k8s.io/v1 Events, following client-go's events library.
 
-`eventf` only appends a small record to a bounded buffer and returns: it never blocks and never
+`eventf` only appends a small record (object references, not the objects, so a buffered event
+never keeps a deleted pod alive) to a bounded buffer and returns: it never blocks and never
 does I/O. When the buffer is full the event is dropped, counted and logged (at most once a
 second). A few sender threads turn records into Events and post them, several writes in flight
 at once as client-go's broadcaster (a goroutine per event): one write at a time falls behind a
@@ -29,7 +30,6 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import structlog
 
@@ -50,7 +50,9 @@ WARNING = "Warning"
 REPORTING_CONTROLLER = "kube-pysched"
 NOTE_LENGTH_LIMIT = 1024  # bytes, as the API validates events
 FIELD_LENGTH_LIMIT = 128  # reportingInstance, action, reason
-DEFAULT_BUFFER = 10000
+# A 5000-node PreemptionBasic storm (20 000 victims) queued more than 10 000 Events behind the
+# saturated API server (docs/benchmarks.md, session 30); a record is about 0.5 KB.
+DEFAULT_BUFFER = 50000
 DEFAULT_SENDERS = 16  # writes in flight; give the recorder's RestClient as many connections
 MAX_TRIES = 12
 RETRY_INTERVAL = 10.0
@@ -152,7 +154,7 @@ class _Send:
         self.tries = 0
 
 
-_Record = tuple[float, Any, Any, str, str, str, str]
+_Record = tuple[float, ObjectRef, ObjectRef | None, str, str, str, str]
 
 
 class EventRecorder:
@@ -260,8 +262,8 @@ class EventRecorder:
             return
         record: _Record = (
             self._clock.now(),
-            regarding,
-            related,
+            ObjectRef.of(regarding),
+            ObjectRef.of(related) if related is not None else None,
             event_type,
             reason,
             action,
@@ -285,7 +287,7 @@ class EventRecorder:
                 why=why,
                 dropped_total=self.dropped,
                 reason=record[4],
-                regarding=getattr(record[1], "name", ""),
+                regarding=record[1].name,
             )
 
     # --- worker -----------------------------------------------------------------------------
@@ -331,9 +333,7 @@ class EventRecorder:
     def _decide(self, record: _Record) -> _Send | None:
         """The write a record calls for: a new Event, the patch that makes it a series, or
         none (a series counting up in memory)."""
-        when, regarding, related, event_type, reason, action, message = record
-        regarding_ref = ObjectRef.of(regarding)
-        related_ref = ObjectRef.of(related) if related is not None else None
+        when, regarding_ref, related_ref, event_type, reason, action, message = record
         key: EventKey = (event_type, action, reason, regarding_ref, related_ref)
         with self._cache_lock:
             entry = self._cache.get(key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -210,6 +211,19 @@ def test_a_full_buffer_drops_without_blocking(api: FakeEventsApi) -> None:
     rec.start()
     assert rec.flush(5)
     assert len(api.calls) == 3
+    rec.stop()
+
+
+def test_a_buffered_event_does_not_keep_its_pod_alive(api: FakeEventsApi) -> None:
+    """A preemption storm buffers tens of thousands of Events about deleted victims."""
+    rec = EventRecorder(api)  # type: ignore[arg-type]  # not started: the event stays buffered
+    victim, preemptor = pod("victim"), pod("preemptor")
+    before = sys.getrefcount(victim), sys.getrefcount(preemptor)
+    rec.eventf(victim, preemptor, "Normal", "Preempted", "Preempting", "by p on n")
+    assert (sys.getrefcount(victim), sys.getrefcount(preemptor)) == before
+    rec.start()
+    assert rec.flush(5)
+    assert api.calls[0][2]["regarding"]["name"] == "victim"
     rec.stop()
 
 
