@@ -227,38 +227,37 @@ def reprieve_units(
     return chosen, num_violating
 
 
-def _earliest_start_of_top_priority(victims: Sequence[Pod], now: float) -> float:
-    top = max(p.priority for p in victims)
-    return min(start_time(p, now) for p in victims if p.priority == top)
-
-
 def pick_one_node(candidates: Sequence[Candidate], now: float) -> Candidate | None:
     """kube-scheduler's pickOneNodeForPreemption: each rule keeps the best-scoring nodes and the
-    next rule only breaks remaining ties; the first remaining candidate wins."""
-    if not candidates:
-        return None
-    rules: tuple[Callable[[Candidate], float], ...] = (
-        lambda c: -c.num_pdb_violations,
-        lambda c: -c.victims[0].priority,
-        lambda c: -sum(p.priority + _INT32_SHIFT for p in c.victims),
-        lambda c: -len(c.victims),
-        lambda c: _earliest_start_of_top_priority(c.victims, now),
-    )
-    remaining = list(candidates)
-    for rule in rules:
-        remaining = _best(remaining, rule)
-        if len(remaining) == 1:
-            break
-    return remaining[0]
+    next rule only breaks remaining ties; the first remaining candidate wins.
 
-
-def _best(candidates: Iterable[Candidate], score: Callable[[Candidate], float]) -> list[Candidate]:
-    best: list[Candidate] = []
-    top = float("-inf")
+    One pass over the candidates' rule scores as tuples: their lexicographic order is the rules'
+    precedence, and a strict comparison keeps the first of equals. Rule by rule, five closures
+    over 500 candidates cost about a tenth of a 5000-node preemption attempt (session 30).
+    """
+    best: Candidate | None = None
+    best_score: tuple[int, int, int, int, float] | None = None
     for cand in candidates:
-        value = score(cand)
-        if value > top:
-            top, best = value, [cand]
-        elif value == top:
-            best.append(cand)
+        score = _preference(cand, now)
+        if best_score is None or score > best_score:
+            best, best_score = cand, score
     return best
+
+
+def _preference(cand: Candidate, now: float) -> tuple[int, int, int, int, float]:
+    """The rules' scores, higher preferred: fewest PDB violations, lowest highest victim
+    priority, smallest sum of (shifted) priorities, fewest victims, latest start of the highest
+    priority victims."""
+    victims = cand.victims
+    total = 0
+    top = victims[0].priority
+    earliest = float("inf")
+    for pod in victims:
+        priority = pod.priority
+        total += priority + _INT32_SHIFT
+        started = pod.start_time if pod.start_time is not None else now
+        if priority > top:
+            top, earliest = priority, started
+        elif priority == top and started < earliest:
+            earliest = started
+    return (-cand.num_pdb_violations, -victims[0].priority, -total, -len(victims), earliest)

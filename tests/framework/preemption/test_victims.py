@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
+
 from scheduler.api.objects import Pod
 from scheduler.framework.preemption.executor import (
     EVICTED_MEMORY_SECONDS,
@@ -155,6 +158,55 @@ def test_full_tie_takes_the_first_candidate() -> None:
     chosen = pick_one_node([cand("a", pod("x", 3, same)), cand("b", pod("y", 3, same))], NOW)
     assert chosen is not None and chosen.node_name == "a"
     assert pick_one_node([], NOW) is None
+
+
+def _rule_by_rule(candidates: list[Candidate], now: float) -> Candidate:
+    """pickOneNodeForPreemption as written upstream: a rule only breaks the previous ones' ties."""
+
+    def started(p: Pod) -> float:
+        return p.start_time if p.start_time is not None else now
+
+    def earliest_of_top(c: Candidate) -> float:
+        top = max(p.priority for p in c.victims)
+        return min(started(p) for p in c.victims if p.priority == top)
+
+    rules: list[Callable[[Candidate], float]] = [
+        lambda c: -c.num_pdb_violations,
+        lambda c: -c.victims[0].priority,
+        lambda c: -sum(p.priority + 2**31 for p in c.victims),
+        lambda c: -len(c.victims),
+        earliest_of_top,
+    ]
+    remaining = candidates
+    for rule in rules:
+        top = max(rule(c) for c in remaining)
+        remaining = [c for c in remaining if rule(c) == top]
+    return remaining[0]
+
+
+def test_the_start_rule_reads_the_highest_priority_even_when_not_first() -> None:
+    """Rule 2 reads the first victim, rule 5 the highest priority ones wherever they are."""
+    t1, t5 = "2026-01-01T00:00:01Z", "2026-01-01T00:00:05Z"
+    a = Candidate("a", (pod("x", 0, t5), pod("w", 1, t1)))
+    b = Candidate("b", (pod("y", 0, t1), pod("z", 1, t5)))
+    assert pick_one_node([a, b], NOW) is b
+
+
+def test_the_one_pass_choice_is_the_rule_by_rule_choice() -> None:
+    """Random candidates with many ties, victims sorted or not (a gang's units are flattened)."""
+    rng = random.Random(30)
+    starts = [None, "2026-01-01T00:00:01Z", "2026-01-01T00:00:05Z", "2026-01-01T09:00:00Z"]
+    for trial in range(400):
+        candidates = []
+        for i in range(rng.randint(1, 12)):
+            victims = [
+                pod(f"v{trial}-{i}-{j}", rng.choice([-3, 0, 1, 5]), rng.choice(starts))
+                for j in range(rng.randint(1, 4))
+            ]
+            if rng.random() < 0.7:
+                victims.sort(key=importance_key(NOW))
+            candidates.append(Candidate(f"n{i}", tuple(victims), rng.choice([0, 0, 1])))
+        assert pick_one_node(candidates, NOW) is _rule_by_rule(candidates, NOW)
 
 
 # --- the DisruptionTarget condition -----------------------------------------------------------
