@@ -635,7 +635,7 @@ class Run:
         return names
 
     def _wait_nodes_ready(self, count: int) -> None:
-        """Until kwok reports the nodes Ready and no not-ready taint is left on them."""
+        """Until the nodes are Ready and no not-ready taint is left on them."""
 
         def ready() -> bool | str:
             resp = self.api().list_node(
@@ -645,7 +645,8 @@ class Run:
             n = sum(1 for node in nodes if _node_ready(node))
             return n >= count or f"{n}/{count} nodes Ready"
 
-        # kwok marks ~10-30 nodes Ready per second on two busy cores: 5000 nodes can take minutes.
+        # Registered Ready, the nodes still wait for the node lifecycle controller to lift the
+        # not-ready taint the API server's admission put on them: 5000 can take minutes.
         timeout = max(300.0, NODE_READY_SECONDS_EACH * count)
         wait_for(ready, timeout=timeout, what="the run's nodes to be Ready", interval=1.0)
 

@@ -135,6 +135,7 @@ class NodeTemplate:
             extra_capacity={
                 k: str(v) for k, v in self.capacity.items() if k not in ("cpu", "memory", "pods")
             },
+            registered_ready=True,
         )
 
 
