@@ -51,7 +51,7 @@ REPORTING_CONTROLLER = "kube-pysched"
 NOTE_LENGTH_LIMIT = 1024  # bytes, as the API validates events
 FIELD_LENGTH_LIMIT = 128  # reportingInstance, action, reason
 # A 5000-node PreemptionBasic storm (20 000 victims) queued more than 10 000 Events behind the
-# saturated API server (docs/benchmarks.md, session 30); a record is about 0.5 KB.
+# saturated API server (docs/benchmarks.md, session 30); a record is about 0.4 KB.
 DEFAULT_BUFFER = 50000
 DEFAULT_SENDERS = 16  # writes in flight; give the recorder's RestClient as many connections
 MAX_TRIES = 12
