@@ -249,15 +249,15 @@ def _preference(cand: Candidate, now: float) -> tuple[int, int, int, int, float]
     priority, smallest sum of (shifted) priorities, fewest victims, latest start of the highest
     priority victims."""
     victims = cand.victims
+    first = top = victims[0].priority
     total = 0
-    top = victims[0].priority
     earliest = float("inf")
     for pod in victims:
         priority = pod.priority
         total += priority + _INT32_SHIFT
-        started = pod.start_time if pod.start_time is not None else now
+        started = start_time(pod, now)
         if priority > top:
             top, earliest = priority, started
         elif priority == top and started < earliest:
             earliest = started
-    return (-cand.num_pdb_violations, -victims[0].priority, -total, -len(victims), earliest)
+    return (-cand.num_pdb_violations, -first, -total, -len(victims), earliest)
