@@ -60,6 +60,7 @@ def run_workloads(
     capacity: bool = False,
     create_qps: float | None = None,
     verbosity: int | None = None,
+    apiserver_profile: bool = False,
 ) -> list[dict[str, Any]]:
     """Runs every (workload, scheduler) pair in order; one record per pair, also as JSON."""
     workloads = load_workloads()
@@ -86,6 +87,7 @@ def run_workloads(
                         capacity=capacity,
                         create_qps=create_qps,
                         verbosity=verbosity,
+                        apiserver_profile=apiserver_profile,
                     )
                     leftover = record.get("cleanup_failed")
                 else:
@@ -118,6 +120,7 @@ def _run_one(
     capacity: bool = False,
     create_qps: float | None = None,
     verbosity: int | None = None,
+    apiserver_profile: bool = False,
 ) -> dict[str, Any]:
     size = workload.sizes[size_name]
     record: dict[str, Any] = {
@@ -145,6 +148,7 @@ def _run_one(
         capacity=capacity,
         create_qps=create_qps,
         verbosity=verbosity,
+        apiserver_profile=apiserver_profile,
     )
     return record_run(run, record)
 
@@ -181,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--profile", action="store_true", help="sample kube-pysched with py-spy during each run"
+    )
+    parser.add_argument(
+        "--apiserver-profile",
+        action="store_true",
+        help="record kube-apiserver's CPU profile over each measure window (consecutive "
+        "5 s pprof slices and their merged `go tool pprof -top`), for both schedulers",
     )
     parser.add_argument(
         "--deadline",
@@ -221,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--create-qps must be positive")
     if args.create_qps is not None and (args.backlog or args.capacity):
         parser.error("--create-qps paces live runs; it does not combine with --backlog/--capacity")
+    if args.apiserver_profile and (args.backlog or args.capacity):
+        parser.error("--apiserver-profile profiles live windows; not with --backlog/--capacity")
     if args.capacity:
         try:
             capacity_cpus()
@@ -231,8 +243,13 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(unknown)}")
     gang = [n for n in names if n in gangs]
-    if gang and (len(names) > 1 or args.backlog or args.capacity or args.profile):
-        parser.error(f"{gang[0]} runs alone, live (no --backlog, --capacity or --profile)")
+    if gang and (
+        len(names) > 1 or args.backlog or args.capacity or args.profile or args.apiserver_profile
+    ):
+        parser.error(
+            f"{gang[0]} runs alone, live (no --backlog, --capacity, --profile or "
+            "--apiserver-profile)"
+        )
     if not gang and args.scheduler == SCHEDULER_PLUGINS:
         parser.error(f"{SCHEDULER_PLUGINS} runs gang workloads only ({', '.join(gangs)})")
     if gang and args.size not in workloads[gang[0]].sizes:
@@ -258,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         capacity=args.capacity,
         create_qps=args.create_qps,
         verbosity=args.verbosity,
+        apiserver_profile=args.apiserver_profile,
         command=command,
     )
     print()
@@ -266,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in records:
         if "profile" in r:
             print(f"profile of {r['workload']}: {r['profile']}")
+        if "apiserver_profile" in r:
+            where = r["apiserver_profile"]["top"] or r["apiserver_profile"]["slices"][0]
+            print(f"kube-apiserver profile of {r['workload']} with {r['scheduler']}: {where}")
     failed = [r for r in records if "failed" in r]
     return 1 if failed else 0
 

@@ -26,6 +26,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError
 
+from e2e.bench.apiserver_profile import ApiServerProfiler, write_top
 from e2e.bench.measure import (
     PodTimes,
     PodWatcher,
@@ -150,8 +151,13 @@ class Run:
         capacity: bool = False,
         create_qps: float | None = None,
         verbosity: int | None = None,
+        apiserver_profile: bool = False,
     ) -> None:
         self.cp = cp
+        self.apiserver_profile = apiserver_profile
+        #: The kube-apiserver CPU profile slices of the measure window and their merged top.
+        self.apiserver_profiles: list[Path] = []
+        self.apiserver_top: Path | None = None
         self.verbosity = verbosity
         # Capacity mode is backlog mode with the control plane and the scheduler on a CPU each.
         self.backlog = backlog or capacity
@@ -392,6 +398,7 @@ class Run:
         ]
         for thread in helpers:
             thread.start()
+        profiler: ApiServerProfiler | None = None
         try:
             # Background and churn run LEAD_IN_ROUNDS rounds before the measured pods arrive,
             # so even a sub-second small run meets them (scheduler_perf starts them first too).
@@ -402,6 +409,13 @@ class Run:
             api_before = self._api_server_metrics()  # before the CPU readings: megabytes
             usage_before, cpu_before = process_usage(pid), cpu_snapshot(pids)
             scraped_before = scrape(metrics, pauses=exports_gc)
+            profiler = (
+                ApiServerProfiler(
+                    lambda path: self.rest.request("GET", path), self._profile_stem()
+                ).start()
+                if self.apiserver_profile
+                else None
+            )
             start = time.monotonic()
             pacing: Pacing | None = None
             if self.workload.owner:
@@ -422,9 +436,15 @@ class Run:
             api_after = self._api_server_metrics()
         finally:
             stop.set()
+            if profiler is not None:
+                self.apiserver_profiles = profiler.stop()
             for thread in helpers:
                 thread.join(30)
             watcher.stop()
+        if self.apiserver_profiles:
+            self.apiserver_top = write_top(
+                self.apiserver_profiles, self._profile_stem().with_suffix(".apiserver.top.txt")
+            )
         self.watch_errors = watcher.errors
         times = watcher.snapshot()
         figures: dict[str, Any] = summarize(times, names, start)
@@ -793,6 +813,11 @@ def record_run(run: Run, record: dict[str, Any]) -> dict[str, Any]:
         record["profile"] = str(run.profile_path)
     if run.pinning is not None:
         record["pinning"] = run.pinning
+    if run.apiserver_profiles:
+        record["apiserver_profile"] = {
+            "slices": [str(p) for p in run.apiserver_profiles],
+            "top": None if run.apiserver_top is None else str(run.apiserver_top),
+        }
     return record
 
 
