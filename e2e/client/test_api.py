@@ -129,7 +129,11 @@ def test_events_are_created_and_repeats_become_a_series(
         assert recorder.flush(30)
     finally:
         recorder.stop()
-    assert (recorder.sent, recorder.failed, recorder.dropped) == (3, 0, 0)
+    # Three writes (Scheduled, FailedScheduling, its series' patch), or two when the patch,
+    # sent by another sender at the same moment, found no Event yet and created it with its
+    # series, and the plain create then found it there (client-go drops that one too).
+    assert recorder.sent in (2, 3)
+    assert (recorder.failed, recorder.dropped) == (0, 0)
 
     events = rest.get(
         f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",

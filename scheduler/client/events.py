@@ -391,13 +391,13 @@ class EventRecorder:
                     self.api.patch_event(
                         entry.namespace, entry.name, {"series": self._series(send)}
                     )
-                    self.sent += 1
+                    self._tally(sent=1)
                     return True
                 except ApiError as err:
                     if not err.not_found:
                         raise
             self.api.create_event(entry.namespace, self._body(send))
-            self.sent += 1
+            self._tally(sent=1)
             return True
         except ApiError as err:
             if err.already_exists and send.patch:
@@ -407,7 +407,7 @@ class EventRecorder:
                 # first: the series stands for this one (client-go drops it too).
                 log.debug("event already written as a series", name=entry.name)
                 return True
-            self.failed += 1
+            self._tally(failed=1)
             log.error(
                 "server rejected event (will not retry)",
                 name=entry.name,
@@ -419,9 +419,15 @@ class EventRecorder:
         except ApiConnectionError as err:
             return self._retry_later(send, err)
 
+    def _tally(self, sent: int = 0, failed: int = 0) -> None:
+        # Sixteen senders count here: `+=` on an attribute is not atomic across threads.
+        with self._cache_lock:
+            self.sent += sent
+            self.failed += failed
+
     def _retry_later(self, send: _Send, err: Exception) -> bool:
         if send.tries >= self._max_tries:
-            self.failed += 1
+            self._tally(failed=1)
             log.error("unable to write event (retry limit exceeded)", name=send.entry.name)
             return True
         log.info("unable to write event (will retry)", name=send.entry.name, error=str(err))
