@@ -2,10 +2,12 @@
 
     python -m e2e.bench --workload SchedulingBasic --size 1000
     python -m e2e.bench --workload all --size small --scheduler kube-pysched --profile
+    python -m e2e.bench --workload SchedulingBasic,MixedChurn --size 1000 --repeat 3
     python -m e2e.bench --workload SchedulingGangs --size 1000   # issue 17's gang benchmark
 
 Each workload runs once per scheduler (kube-scheduler first), one scheduler at a time, on one
-local control plane with fresh nodes and namespaces. A gang workload runs alone, on a control
+local control plane with fresh nodes and namespaces; `--repeat N` runs every pair N times and
+the report adds each ratio's median over the pairs. A gang workload runs alone, on a control
 plane of its own, once per gang variant (e2e/bench/gangs.py). Figures come from a pod watch and
 /proc. A table goes to the terminal and one JSON per run to bench-results/ (see docs/benchmarks.md).
 """
@@ -27,6 +29,7 @@ from e2e.bench.report import (
     gang_table,
     machine_facts,
     one_line,
+    repeat_table,
     table,
     write_record,
 )
@@ -61,16 +64,20 @@ def run_workloads(
     create_qps: float | None = None,
     verbosity: int | None = None,
     apiserver_profile: bool = False,
+    repeat: int = 1,
 ) -> list[dict[str, Any]]:
-    """Runs every (workload, scheduler) pair in order; one record per pair, also as JSON."""
+    """Runs every (workload, scheduler) pair in order, `repeat` rounds of them (a round runs
+    every workload once, so a run cut short still has each workload); one record per pair,
+    also as JSON. With more than one round each record names its round (`repeat`)."""
     workloads = load_workloads()
     results_dir.mkdir(parents=True, exist_ok=True)
     cp = control_plane or bench_control_plane().start()
     records: list[dict[str, Any]] = []
     machine = machine_facts()
     leftover: str | None = None
+    rounds = [(r, name) for r in range(1, repeat + 1) for name in names]
     try:
-        for name in names:
+        for round_no, name in rounds:
             workload = workloads[name]
             for which in schedulers:
                 load_before = _load_average()
@@ -93,6 +100,9 @@ def run_workloads(
                 else:
                     # Its scheduler would see the earlier run's pods and nodes: not comparable.
                     record = _not_run(workload, size_name, which, leftover)
+                if repeat > 1:
+                    record["repeat"] = round_no
+                    record["repeats"] = repeat
                 record["machine"] = machine
                 # Other users of the machine show here: the figures are only worth comparing
                 # when both stayed low (the invocation's start is also in machine).
@@ -218,6 +228,14 @@ def main(argv: list[str] | None = None) -> int:
         "instead of as fast as the API server takes them",
     )
     parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run every pair N times (rounds over all the workloads); the report adds each "
+        "ratio's median over the rounds",
+    )
+    parser.add_argument(
         "--verbosity",
         type=int,
         metavar="N",
@@ -227,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.verbosity is not None and args.verbosity < 0:
         parser.error("--verbosity must be 0 or more")
+    if args.repeat < 1:
+        parser.error("--repeat must be 1 or more")
     if args.create_qps is not None and args.create_qps <= 0:
         parser.error("--create-qps must be positive")
     if args.create_qps is not None and (args.backlog or args.capacity):
@@ -244,11 +264,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown workload(s): {', '.join(unknown)}")
     gang = [n for n in names if n in gangs]
     if gang and (
-        len(names) > 1 or args.backlog or args.capacity or args.profile or args.apiserver_profile
+        len(names) > 1
+        or args.backlog
+        or args.capacity
+        or args.profile
+        or args.apiserver_profile
+        or args.repeat > 1
     ):
         parser.error(
-            f"{gang[0]} runs alone, live (no --backlog, --capacity, --profile or "
-            "--apiserver-profile)"
+            f"{gang[0]} runs alone, live, once (no --backlog, --capacity, --profile, "
+            "--apiserver-profile or --repeat)"
         )
     if not gang and args.scheduler == SCHEDULER_PLUGINS:
         parser.error(f"{SCHEDULER_PLUGINS} runs gang workloads only ({', '.join(gangs)})")
@@ -276,10 +301,15 @@ def main(argv: list[str] | None = None) -> int:
         create_qps=args.create_qps,
         verbosity=args.verbosity,
         apiserver_profile=args.apiserver_profile,
+        repeat=args.repeat,
         command=command,
     )
     print()
     print(table(records))
+    repeated = repeat_table(records)
+    if repeated:
+        print()
+        print(repeated)
     print(f"\nJSON per run in {args.results}")
     for r in records:
         if "profile" in r:

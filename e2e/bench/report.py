@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -96,6 +97,8 @@ def _git_commit() -> str:
 def write_record(record: dict[str, Any], results_dir: Path) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     who = record.get("variant", record["scheduler"])
+    if "repeat" in record:
+        who += f"-r{record['repeat']}"
     path = results_dir / f"{stamp}-{record['workload']}-{record['size']}-{who}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path
@@ -183,20 +186,64 @@ def _cell(figures: dict[str, Any], key: str) -> str:
     return str(figures.get(key, "-"))
 
 
+def workload_label(record: dict[str, Any]) -> str:
+    """The workload's name, with the round (`#2`) of a `--repeat` run."""
+    if "repeat" in record:
+        return f"{record['workload']} #{record['repeat']}"
+    return str(record["workload"])
+
+
 def _group(
     records: Sequence[dict[str, Any]],
 ) -> dict[tuple[str, str, str], dict[str, dict[str, Any]]]:
-    """Records by (workload, size, mode), then by scheduler: rows that compare."""
+    """Records by (workload and round, size, mode), then by scheduler: rows that compare."""
     groups: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
     for record in records:
-        key = (record["workload"], record["size"], run_mode(record))
+        key = (workload_label(record), record["size"], run_mode(record))
         groups.setdefault(key, {})[record["scheduler"]] = record
     return groups
 
 
+#: The targets' figures (issue 16), summarised over the rounds of a `--repeat` run.
+REPEAT_COLUMNS = (
+    ("throughput_overall", "pods/s"),
+    ("latency_p99_ms", "lat99"),
+    ("cpu_ms_per_pod", "cpu ms/pod"),
+    ("peak_rss_mib", "rss"),
+)
+
+
+def repeat_table(records: Sequence[dict[str, Any]]) -> str:
+    """Per workload run more than once: each round's kube-pysched / kube-scheduler ratio and
+    their median, so one noisy pair does not decide a target (empty if none repeated)."""
+    pairs: dict[tuple[str, str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for (_label, size, mode), runs in _group(records).items():
+        ks, py = runs.get(KUBE_SCHEDULER), runs.get(KUBE_PYSCHED)
+        if ks and py and "figures" in ks and "figures" in py:
+            key = (ks["workload"], size, mode)
+            pairs.setdefault(key, []).append((py["figures"], ks["figures"]))
+    titles = [title for _, title in REPEAT_COLUMNS]
+    lines = [
+        "| workload | size | mode | pairs | "
+        + " | ".join(f"{t} ratios | {t} median" for t in titles)
+        + " |",
+        "| --- | --- | --- | ---: | " + " | ".join("--- | ---:" for _ in titles) + " |",
+    ]
+    for (workload, size, mode), found in pairs.items():
+        if len(found) < 2:
+            continue
+        cells = []
+        for key, _ in REPEAT_COLUMNS:
+            ratios = [py[key] / ks[key] for py, ks in found if key in py and key in ks and ks[key]]
+            cells.append(", ".join(f"{x:.2f}" for x in ratios) or "-")
+            cells.append(f"{statistics.median(ratios):.2f}" if ratios else "-")
+        lines.append(f"| {workload} | {size} | {mode} | {len(found)} | {' | '.join(cells)} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def table(records: Sequence[dict[str, Any]]) -> str:
     """Both schedulers' figures per workload, and the kube-pysched / kube-scheduler ratio."""
-    name_width = max([len("workload")] + [len(r["workload"]) for r in records]) + 1
+    name_width = max([len("workload")] + [len(workload_label(r)) for r in records]) + 1
     header = f"{'workload':<{name_width}}{'scheduler':<15}{'mode':<14}" + "".join(
         f"{title:>11}" for _, title in COLUMNS
     )
@@ -351,7 +398,7 @@ def markdown_cpu_table(records: Sequence[dict[str, Any]]) -> str:
         cells = [figures["machine_busy_cores"], *named, other, figures["window_seconds"]]
         row = " | ".join(str(c) for c in cells)
         who = r.get("variant", r["scheduler"])
-        head = f"| {r['workload']} | {r['size']} | {who} | {run_mode(r)} |"
+        head = f"| {workload_label(r)} | {r['size']} | {who} | {run_mode(r)} |"
         lines.append(f"{head} {row} |")
     return "\n".join(lines) if len(lines) > 2 else ""
 
@@ -401,7 +448,7 @@ def markdown_api_table(records: Sequence[dict[str, Any]]) -> str:
         if requests is None:
             continue
         cells = [*api_request_cells(requests), figures.get("window_seconds", "")]
-        head = f"| {r['workload']} | {r['size']} | {r['scheduler']} | {run_mode(r)} |"
+        head = f"| {workload_label(r)} | {r['size']} | {r['scheduler']} | {run_mode(r)} |"
         lines.append(f"{head} {' | '.join(str(c) for c in cells)} |")
     return "\n".join(lines) if len(lines) > 2 else ""
 
@@ -444,6 +491,10 @@ def main(argv: Sequence[str]) -> int:
     if api:
         print()
         print(api)
+    repeated = repeat_table(records)
+    if repeated:
+        print()
+        print(repeated)
     return 0
 
 
