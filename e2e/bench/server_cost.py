@@ -11,12 +11,13 @@ of one kind on one connection while kube-apiserver's CPU (/proc) is read before 
 * event: POST an events.k8s.io/v1 Event (the recorder's Scheduled event),
 * get: GET of a pod.
 
-Clients: kube-pysched's KubeApi as the scheduler uses it (HTTP/1.1, JSON bindings, protobuf
-Events), the same with JSON Events (its encoding before session 32), and client-go (HTTP/2)
-with protobuf bodies (kube-scheduler's configuration) and with JSON (the `servercost` command
-next to this file, built once into the cache with the Go toolchain). The API server's idle CPU
-per second, measured first, is subtracted. Rounds rotate the clients' order; medians per
-request are printed.
+Clients: kube-pysched's KubeApi as the scheduler uses it (HTTP/1.1, JSON), the same with its
+Events in protobuf (e2e.bench.protobuf), and client-go (HTTP/2) with protobuf bodies
+(kube-scheduler's configuration) and with JSON (the `servercost` command next to this file,
+built once into the cache with the Go toolchain). The API server's idle CPU per second,
+measured first, is subtracted. Rounds rotate the clients' order; printed are the medians per
+request and, per round, each client's difference from kube-pysched's (mean ± standard error:
+the pairing removes the drift between rounds).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import IO, Any
 
 import orjson
 
+from e2e.bench.protobuf import PROTOBUF, encode_event
 from e2e.bench.rest import RestClient as CreateClient
 from e2e.bench.transport import event as scheduled_event
 from e2e.cluster.build import BuildError, _go, _go_env, cache_root
@@ -49,7 +51,6 @@ from scheduler.client.rest import RestClient
 NAMESPACE = "bench-transport"
 NODE = "bench-unmanaged-node"
 KINDS = ("bind", "event", "get")
-PROTOBUF = "application/vnd.kubernetes.protobuf"
 JSON = "application/json"
 GO_SOURCE = Path(__file__).parent / "servercost"
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -101,13 +102,13 @@ def build_go_client(out: IO[str] = sys.stderr) -> Path:
 
 
 class PyschedClient:
-    """kube-pysched's KubeApi; `json_events` sends Events as JSON (the encoding before)."""
+    """kube-pysched's KubeApi; `protobuf_events` sends its Events in protobuf instead."""
 
-    def __init__(self, kubeconfig: str, json_events: bool) -> None:
-        self.name = "kube-pysched" + (", JSON Events" if json_events else "")
+    def __init__(self, kubeconfig: str, protobuf_events: bool) -> None:
+        self.name = "kube-pysched" + (", protobuf Events" if protobuf_events else "")
         self.rest = RestClient(load_client_config(kubeconfig, qps=-1))
         self.api = KubeApi(self.rest)
-        self.json_events = json_events
+        self.protobuf_events = protobuf_events
         self.pods: list[Pod] = []
         self.manifests: list[dict[str, Any]] = []
 
@@ -121,8 +122,10 @@ class PyschedClient:
                 self.api.bind(pod, NODE)
             elif kind == "event":
                 event = scheduled_event(self.manifests[i])
-                if self.json_events:
-                    self.rest.post(events_path(NAMESPACE), event)
+                if self.protobuf_events:
+                    body = encode_event(event)
+                    path = events_path(NAMESPACE)
+                    self.rest.request_raw("POST", path, body=body, content_type=PROTOBUF)
                 else:
                     self.api.create_event(NAMESPACE, event)
             else:
@@ -223,7 +226,7 @@ def measure(clients: Sequence[Client], apiserver: int, n: int, rounds: int, idle
 
 
 def report(results: Results) -> str:
-    """Medians per request, in ms."""
+    """Medians per request in ms, then each client's per-round difference from the first's."""
     head = "| client | " + " | ".join(
         f"{k}: kube-apiserver | {k}: client | {k}: wall" for k in KINDS
     )
@@ -232,6 +235,18 @@ def report(results: Results) -> str:
         cells = [
             f"{statistics.median(x[j] for x in kinds[k]):.3f}" for k in KINDS for j in range(3)
         ]
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    names = list(results)
+    rows += ["", f"kube-apiserver ms per request, minus {names[0]}'s in the same round:"]
+    rows += ["| client | " + " | ".join(KINDS) + " |", "| --- |" + " ---: |" * len(KINDS)]
+    for name in names[1:]:
+        cells = []
+        for k in KINDS:
+            diffs = [
+                x[0] - y[0] for x, y in zip(results[name][k], results[names[0]][k], strict=True)
+            ]
+            sem = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
+            cells.append(f"{statistics.mean(diffs):+.3f} ± {sem:.3f}")
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
@@ -247,7 +262,7 @@ def run(kubeconfig: str, apiserver: int, n: int, rounds: int, workdir: Path) -> 
     ):
         with contextlib.suppress(Exception):  # already there from an earlier run
             creator.create(path, {"apiVersion": "v1", **obj})
-    pyscheds = [PyschedClient(kubeconfig, json_events=j) for j in (False, True)]
+    pyscheds = [PyschedClient(kubeconfig, protobuf_events=p) for p in (False, True)]
     total = n * rounds * (len(pyscheds) + 2)
     print(f"creating {total} pods in {NAMESPACE} ...", file=sys.stderr, flush=True)
     manifests = _create_pods(creator, total)

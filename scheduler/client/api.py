@@ -1,11 +1,10 @@
 """The API calls the scheduler makes, with kube-scheduler's request shapes and retries.
 
 Implements framework.interface.ApiActions. Request bodies are built as small dicts and encoded
-with orjson, Events in protobuf (client.protobuf: the API server decodes them for less);
-responses the scheduler does not need (a bind's Status, the patched pod) are not decoded. Binds
-and status patches are retried as kube-scheduler's util.BindPod and util.PatchPodStatus do
-(retry.DefaultBackoff on internal errors, unavailability and refused connections; status patches
-also on conflicts). Errors are raised as scheduler.api.errors types.
+with orjson; responses the scheduler does not need (a bind's Status, the patched pod) are not
+decoded. Binds and status patches are retried as kube-scheduler's util.BindPod and
+util.PatchPodStatus do (retry.DefaultBackoff on internal errors, unavailability and refused
+connections; status patches also on conflicts). Errors are raised as scheduler.api.errors types.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from scheduler.api.json_types import Json
 from scheduler.api.objects import Pod
 from scheduler.api.parse import parse_pod
 from scheduler.client.backoff import retry_on_error
-from scheduler.client.protobuf import PROTOBUF, encode_event
 from scheduler.client.rest import STRATEGIC_MERGE_PATCH, RestClient
 
 
@@ -218,16 +216,8 @@ class KubeApi:
     # --- events -----------------------------------------------------------------------------
 
     def create_event(self, namespace: str, event: Json | bytes) -> Json:
-        """POST an events.k8s.io/v1 Event: a dict is sent in protobuf (as kube-scheduler
-        does), bytes as JSON; the created Event comes back as JSON."""
-        if isinstance(event, bytes):
-            result: Json = self.rest.post(events_path(namespace), event)
-            return result
-        _, data = self.rest.request_raw(
-            "POST", events_path(namespace), body=encode_event(event), content_type=PROTOBUF
-        )
-        created: Json = orjson.loads(data) if data else {}
-        return created
+        result: Json = self.rest.post(events_path(namespace), event)
+        return result
 
     def patch_event(self, namespace: str, name: str, patch: Json | bytes) -> Json:
         result: Json = self.rest.patch(events_path(namespace, name), patch, STRATEGIC_MERGE_PATCH)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.client.protobuf import EncodeError, encode_event
+from e2e.bench.protobuf import EncodeError, encode_event
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
