@@ -260,8 +260,7 @@ def run(kubeconfig: str, apiserver: int, n: int, rounds: int, workdir: Path) -> 
         ("/api/v1/namespaces", {"kind": "Namespace", "metadata": {"name": NAMESPACE}}),
         ("/api/v1/nodes", {"kind": "Node", "metadata": {"name": NODE}}),
     ):
-        with contextlib.suppress(Exception):  # already there from an earlier run
-            creator.create(path, {"apiVersion": "v1", **obj})
+        creator.create(path, {"apiVersion": "v1", **obj})  # a 409 (an earlier run's) is fine
     pyscheds = [PyschedClient(kubeconfig, protobuf_events=p) for p in (False, True)]
     total = n * rounds * (len(pyscheds) + 2)
     print(f"creating {total} pods in {NAMESPACE} ...", file=sys.stderr, flush=True)
