@@ -38,10 +38,11 @@ from typing import IO, Any
 
 import orjson
 
+from e2e.bench.measure import process_usage
 from e2e.bench.protobuf import PROTOBUF, encode_event
 from e2e.bench.rest import RestClient as CreateClient
 from e2e.bench.transport import event as scheduled_event
-from e2e.cluster.build import BuildError, _go, _go_env, cache_root
+from e2e.cluster.build import _go, _go_env, _locked, _run, cache_root
 from scheduler.api.objects import Pod
 from scheduler.api.parse import parse_pod
 from scheduler.client.api import KubeApi, events_path
@@ -53,14 +54,11 @@ NODE = "bench-unmanaged-node"
 KINDS = ("bind", "event", "get")
 JSON = "application/json"
 GO_SOURCE = Path(__file__).parent / "servercost"
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def process_cpu(pid: int) -> float:
     """User + system CPU seconds of a process so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
+    return process_usage(pid).cpu_seconds
 
 
 def pod_manifest(name: str) -> dict[str, Any]:
@@ -78,26 +76,18 @@ def pod_manifest(name: str) -> dict[str, Any]:
 
 
 def build_go_client(out: IO[str] = sys.stderr) -> Path:
-    """The `servercost` command, built once per source into the cache."""
+    """The `servercost` command, built once per source into the cache (log next to it)."""
     digest = hashlib.sha256()
     for name in ("go.mod", "go.sum", "main.go"):
         digest.update((GO_SOURCE / name).read_bytes())
-    binary = cache_root() / "servercost" / digest.hexdigest()[:16] / "servercost"
-    if binary.exists():
-        return binary
-    print(f"building {binary} ...", file=out, flush=True)
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(_go_env(), GOFLAGS="-mod=readonly")
-    done = subprocess.run(
-        [_go(), "build", "-o", str(binary), "."],
-        check=False,
-        cwd=GO_SOURCE,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise BuildError(f"go build of {GO_SOURCE} failed:\n{done.stderr[-2000:]}")
+    bdir = cache_root() / "servercost" / digest.hexdigest()[:16]
+    binary = bdir / "servercost"
+    bdir.mkdir(parents=True, exist_ok=True)
+    with _locked(bdir / ".lock"):
+        if not binary.exists():
+            print(f"building {binary} ...", file=out, flush=True)
+            env = dict(_go_env(), GOFLAGS="-mod=readonly")
+            _run([_go(), "build", "-o", str(binary), "."], GO_SOURCE, bdir / "build.log", out, env)
     return binary
 
 
