@@ -37,6 +37,7 @@ from e2e.bench.gangs import unsupported_reason as gang_unsupported_reason
 from e2e.bench.measure import (
     CpuSnapshot,
     PodTimes,
+    PodWatcher,
     cpu_breakdown,
     cpu_snapshot,
     summarize,
@@ -53,7 +54,7 @@ from e2e.bench.schedulers import (
     unsupported_reason,
 )
 from e2e.bench.workload import gang_names, group_sizes, load_workloads, ordered_names
-from e2e.cluster import ControlPlane, is_running, wait_for_pod
+from e2e.cluster import ControlPlane, is_running, wait_for, wait_for_pod
 from e2e.cluster.build import module_replaces, scheduler_plugins_built, scheduler_plugins_path
 from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 from e2e.cluster.versions import SCHEDULER_PLUGINS_VERSION
@@ -335,6 +336,50 @@ def test_kwok_leaves_a_pod_with_the_disregard_label_as_the_scheduler_left_it(
     alone = core_v1.read_namespaced_pod("left-alone", namespace)
     assert alone.spec.node_name == node
     assert alone.status.phase == "Pending" and not alone.status.pod_ip
+
+
+def test_pending_pods_runs_leave_every_bound_pod_pending_for_both_schedulers(
+    local_control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """--pending-pods: kwok plays no stage for the measured pods (created by the harness, or by
+    a ReplicaSet), so none turns Running inside either scheduler's window."""
+    records = run_workloads(
+        ["SchedulingBasic", "DefaultTopologySpreading"],
+        "small",
+        [KUBE_SCHEDULER, KUBE_PYSCHED],
+        control_plane=local_control_plane,
+        results_dir=tmp_path,
+        deadline=120,
+        pending_pods=True,
+    )
+    assert len(records) == 4
+    for record in records:
+        figures = record["figures"]
+        assert record["pending_pods"] is True and figures["mode"] == "live", record
+        assert figures["bound_pods"] == figures["measured_pods"] > 0, record
+        assert figures["running_in_window_pods"] == 0, record
+    assert "live pending" in table(records)
+
+
+def test_the_pod_watch_records_when_kwok_made_a_pod_running(
+    core_v1: k8s.CoreV1Api, namespace: str, kwok_node: k8s.V1Node
+) -> None:
+    """What `running_in_window_pods` counts: the watch's first sight of phase Running."""
+    watcher = PodWatcher(core_v1, namespace).start()
+    try:
+        core_v1.create_namespaced_pod(
+            namespace, WARMUP.manifest("runs", nodeName=kwok_node.metadata.name)
+        )
+        wait_for(
+            lambda: "runs" in watcher.snapshot().running or "not seen Running yet",
+            timeout=60,
+            what="the watch to see the pod Running",
+            interval=0.1,
+        )
+    finally:
+        watcher.stop()
+    times = watcher.snapshot()
+    assert times.created["runs"] <= times.running["runs"]
 
 
 def test_a_paced_run_records_the_asked_and_achieved_creation_rates(

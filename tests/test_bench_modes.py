@@ -1,4 +1,4 @@
-"""The benchmark's fixed-rate creation schedule and capacity-mode CPU choice (e2e/bench)."""
+"""The benchmark's modes: fixed-rate creation, capacity CPUs, pending pods (e2e/bench)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,13 @@ import os
 
 import pytest
 
+import e2e.bench.__main__ as bench
+from e2e.bench.measure import PodTimes, summarize
 from e2e.bench.pacing import Pacing, achieved_rate, create_paced, creation_offsets
 from e2e.bench.pinning import CapacityError, capacity_cpus, format_cpus, thread_cpus
 from e2e.bench.report import mode_cell, notes, run_mode
+from e2e.bench.workload import PodTemplate, replica_set_manifest
+from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 
 
 def test_pods_are_due_at_i_over_the_rate() -> None:
@@ -147,3 +151,57 @@ def test_the_report_names_the_mode_and_flags_a_rate_not_reached() -> None:
         "kwok pods disregarded"
     ]
     assert run_mode({"workload": "W"}) == "live"  # records from before the modes
+
+
+def test_pending_pods_runs_are_their_own_mode_and_never_pair_with_plain_ones() -> None:
+    """--pending-pods changes what lands in the window (no kwok status patch per pod), so its
+    rows must not be read as the same mode as the default live runs."""
+    assert run_mode({"mode": "live", "pending_pods": True}) == "live pending"
+    assert run_mode({"mode": "backlog", "pending_pods": True}) == "backlog pending"
+    assert run_mode({"mode": "live", "create_qps": 50.0, "pending_pods": True}) == "qps 50 pending"
+    assert run_mode({"mode": "live"}) == "live"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--pending-pods", "--capacity"], "--capacity already leaves the pods Pending"),
+        (["--workload", "SchedulingGangs", "--size", "1000", "--pending-pods"], "once"),
+    ],
+)
+def test_pending_pods_is_refused_where_it_means_nothing(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_replica_sets_extra_labels_go_on_its_pods_not_its_selector() -> None:
+    template = PodTemplate.parse({"labels": {"app": "a"}, "requests": {"cpu": "100m"}})
+    manifest = replica_set_manifest("rs", template, 3, {DISREGARD_LABEL_KEY: DISREGARD_LABEL_VALUE})
+    assert manifest["spec"]["selector"] == {"matchLabels": {"app": "a"}}
+    assert manifest["spec"]["template"]["metadata"]["labels"] == {
+        "app": "a",
+        DISREGARD_LABEL_KEY: DISREGARD_LABEL_VALUE,
+    }
+    plain = replica_set_manifest("rs", template, 3)
+    assert plain["spec"]["template"]["metadata"]["labels"] == {"app": "a"}
+
+
+def test_only_the_running_patches_seen_by_the_last_binding_count_as_in_the_window() -> None:
+    """The window ends at the last binding: a pod kwok made Running after that cost the API
+    server nothing inside this run's window."""
+    times = PodTimes()
+    times.record("a", {}, 1.0, deleted=False, phase="Pending")
+    times.record("b", {}, 1.1, deleted=False)
+    times.record("a", {"nodeName": "n"}, 1.5, deleted=False, phase="Pending")
+    times.record("a", {"nodeName": "n"}, 1.7, deleted=False, phase="Running")
+    times.record("b", {"nodeName": "n"}, 2.0, deleted=False, phase="Pending")
+    times.record("b", {"nodeName": "n"}, 2.4, deleted=False, phase="Running")  # after the end
+    times.record("a", {"nodeName": "n"}, 2.6, deleted=False, phase="Running")  # not the first
+    assert times.running == {"a": 1.7, "b": 2.4}
+    figures = summarize(times, ["a", "b"], start=1.0)
+    assert figures["running_in_window_pods"] == 1
+    assert figures["elapsed_seconds"] == 1.0

@@ -65,6 +65,7 @@ def run_workloads(
     verbosity: int | None = None,
     apiserver_profile: bool = False,
     repeat: int = 1,
+    pending_pods: bool = False,
 ) -> list[dict[str, Any]]:
     """Runs every (workload, scheduler) pair in order, `repeat` rounds of them (a round runs
     every workload once, so a run cut short still has each workload); one record per pair,
@@ -95,6 +96,7 @@ def run_workloads(
                         create_qps=create_qps,
                         verbosity=verbosity,
                         apiserver_profile=apiserver_profile,
+                        pending_pods=pending_pods,
                     )
                     leftover = record.get("cleanup_failed")
                 else:
@@ -131,6 +133,7 @@ def _run_one(
     create_qps: float | None = None,
     verbosity: int | None = None,
     apiserver_profile: bool = False,
+    pending_pods: bool = False,
 ) -> dict[str, Any]:
     size = workload.sizes[size_name]
     record: dict[str, Any] = {
@@ -159,6 +162,7 @@ def _run_one(
         create_qps=create_qps,
         verbosity=verbosity,
         apiserver_profile=apiserver_profile,
+        pending_pods=pending_pods,
     )
     return record_run(run, record)
 
@@ -221,6 +225,13 @@ def main(argv: list[str] | None = None) -> int:
         "scheduler to another, and kwok leaving the pods alone: the scheduler's own drain rate",
     )
     parser.add_argument(
+        "--pending-pods",
+        action="store_true",
+        help="kwok leaves the measured pods as the scheduler left them (bound, Pending), as in "
+        "scheduler_perf, which runs no kubelet: no Running status patch per pod lands in one "
+        "scheduler's window and after the other's",
+    )
+    parser.add_argument(
         "--create-qps",
         type=float,
         metavar="N",
@@ -253,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--create-qps paces live runs; it does not combine with --backlog/--capacity")
     if args.apiserver_profile and (args.backlog or args.capacity):
         parser.error("--apiserver-profile profiles live windows; not with --backlog/--capacity")
+    if args.pending_pods and args.capacity:
+        parser.error("--capacity already leaves the pods Pending; --pending-pods is for the others")
     if args.capacity:
         try:
             capacity_cpus()
@@ -270,10 +283,11 @@ def main(argv: list[str] | None = None) -> int:
         or args.profile
         or args.apiserver_profile
         or args.repeat > 1
+        or args.pending_pods
     ):
         parser.error(
             f"{gang[0]} runs alone, live, once (no --backlog, --capacity, --profile, "
-            "--apiserver-profile or --repeat)"
+            "--apiserver-profile, --repeat or --pending-pods)"
         )
     if not gang and args.scheduler == SCHEDULER_PLUGINS:
         parser.error(f"{SCHEDULER_PLUGINS} runs gang workloads only ({', '.join(gangs)})")
@@ -302,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         verbosity=args.verbosity,
         apiserver_profile=args.apiserver_profile,
         repeat=args.repeat,
+        pending_pods=args.pending_pods,
         command=command,
     )
     print()

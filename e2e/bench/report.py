@@ -111,11 +111,12 @@ def not_measured(record: dict[str, Any]) -> str:
 
 def run_mode(record: dict[str, Any]) -> str:
     """How the measured pods arrived: live (as fast as they can be created), `qps N` (live,
-    paced at N/s), backlog or capacity (all created before the scheduler started)."""
+    paced at N/s), backlog or capacity (all created before the scheduler started); "pending"
+    added when kwok left the measured pods Pending (--pending-pods)."""
     mode = str(record.get("mode", "live"))
     if mode == "live" and record.get("create_qps") is not None:
-        return f"qps {record['create_qps']:g}"
-    return mode
+        mode = f"qps {record['create_qps']:g}"
+    return f"{mode} pending" if record.get("pending_pods") else mode
 
 
 def mode_cell(record: dict[str, Any]) -> str:

@@ -152,8 +152,11 @@ class Run:
         create_qps: float | None = None,
         verbosity: int | None = None,
         apiserver_profile: bool = False,
+        pending_pods: bool = False,
     ) -> None:
         self.cp = cp
+        #: kwok plays no stage for the pods the scheduler binds in the window (see create_pod).
+        self.pending_pods = pending_pods
         self.apiserver_profile = apiserver_profile
         #: The kube-apiserver CPU profile slices of the measure window and their merged top.
         self.apiserver_profiles: list[Path] = []
@@ -537,13 +540,19 @@ class Run:
         with suppress(NotReadyError):
             wait_for(all_bound, timeout=self.deadline, what="the measured pods", interval=0.2)
 
+    def _kwok_labels(self) -> dict[str, str]:
+        """The label that keeps kwok off a measured pod, when the run asks for that."""
+        return {DISREGARD_LABEL_KEY: DISREGARD_LABEL_VALUE} if self.pending_pods else {}
+
     def _create_through_replica_set(self, watcher: PodWatcher) -> list[str]:
         """Creates the measured pods' ReplicaSet; returns their names once the watch has seen
         all of them (kube-controller-manager names them)."""
         count = self.size.measured_pods
         self.rest.create(
             f"/apis/apps/v1/namespaces/{self.namespace}/replicasets",
-            replica_set_manifest(MEASURED_OWNER, self.workload.measured, count),
+            replica_set_manifest(
+                MEASURED_OWNER, self.workload.measured, count, self._kwok_labels()
+            ),
         )
         prefix = f"{MEASURED_OWNER}-"
 
@@ -589,7 +598,9 @@ class Run:
             claim = self.workload.volumes.manifests(self.namespace, name)[0]
             volumes = [{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}]
             manifest = {**manifest, "spec": {**manifest["spec"], "volumes": volumes}}
-        if self.capacity and name.startswith(("init-", "pod-")):
+        if (self.capacity and name.startswith(("init-", "pod-"))) or (
+            self.pending_pods and name.startswith(("pod-", "warm-up"))
+        ):
             # kwok plays no stage for them: no Running status patch per bound pod, which the
             # API server, kwok and both schedulers' informers would otherwise spend CPU on.
             meta = manifest["metadata"]
@@ -793,6 +804,8 @@ def record_run(run: Run, record: dict[str, Any]) -> dict[str, Any]:
     """Executes `run` and completes its `record`: figures (or why it failed), phases, and where
     its log and profile are."""
     record["mode"] = run.mode
+    if run.pending_pods:
+        record["pending_pods"] = True
     if run.create_qps is not None:
         record["create_qps"] = run.create_qps
     try:

@@ -253,8 +253,11 @@ class Workload:
         )
 
 
-def replica_set_manifest(name: str, template: PodTemplate, replicas: int) -> dict[str, Any]:
-    """A ReplicaSet whose pods are `template`'s, selected by its labels."""
+def replica_set_manifest(
+    name: str, template: PodTemplate, replicas: int, extra_labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """A ReplicaSet whose pods are `template`'s, selected by its labels; `extra_labels` go on
+    the pods only (not the selector)."""
     pod = template.manifest("unused")
     return {
         "apiVersion": "apps/v1",
@@ -263,7 +266,10 @@ def replica_set_manifest(name: str, template: PodTemplate, replicas: int) -> dic
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": dict(template.labels)},
-            "template": {"metadata": {"labels": dict(template.labels)}, "spec": pod["spec"]},
+            "template": {
+                "metadata": {"labels": {**template.labels, **(extra_labels or {})}},
+                "spec": pod["spec"],
+            },
         },
     }
 
