@@ -172,7 +172,9 @@ class PodWatcher:
     def snapshot(self) -> PodTimes:
         with self._lock:
             times = self.times
-            return PodTimes(dict(times.created), dict(times.bound), dict(times.deleted))
+            return PodTimes(
+                dict(times.created), dict(times.bound), dict(times.deleted), dict(times.running)
+            )
 
 
 @dataclass(frozen=True)
