@@ -358,6 +358,9 @@ def test_pending_pods_runs_leave_every_bound_pod_pending_for_both_schedulers(
         assert record["pending_pods"] is True and figures["mode"] == "live", record
         assert figures["bound_pods"] == figures["measured_pods"] > 0, record
         assert figures["running_in_window_pods"] == 0, record
+        # Nor any init pod: the window starts once kwok has made all of them Running.
+        assert "init_pods_running" in record["phases_seconds"]
+        assert figures["api_requests"].get("PATCH pods/status", 0) == 0, figures["api_requests"]
     assert "live pending" in table(records)
 
 
