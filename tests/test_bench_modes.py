@@ -167,6 +167,10 @@ def test_pending_pods_runs_are_their_own_mode_and_never_pair_with_plain_ones() -
     [
         (["--pending-pods", "--capacity"], "--capacity already leaves the pods Pending"),
         (["--workload", "SchedulingGangs", "--size", "1000", "--pending-pods"], "once"),
+        (
+            ["--workload", "SchedulingBasic,PreemptionAsync", "--pending-pods"],
+            "PreemptionAsync preempt; a measured pod evicted while kwok ignores it",
+        ),
     ],
 )
 def test_pending_pods_is_refused_where_it_means_nothing(

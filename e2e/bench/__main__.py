@@ -47,6 +47,7 @@ from e2e.cluster.build import ensure_scheduler_plugins
 
 RESULTS_DIR = REPO_ROOT / "bench-results"
 DEFAULT_DEADLINE = 900.0
+PREEMPTION = "DefaultPreemption"
 
 
 def run_workloads(
@@ -275,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in workloads]
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(unknown)}")
+    preempting = [n for n in names if n in workloads and PREEMPTION in workloads[n].requires]
+    if args.pending_pods and preempting:
+        parser.error(
+            f"--pending-pods: {', '.join(preempting)} preempt; a measured pod evicted while kwok "
+            "ignores it would stay Terminating (kwok plays no pod-delete stage for it)"
+        )
     gang = [n for n in names if n in gangs]
     if gang and (
         len(names) > 1
