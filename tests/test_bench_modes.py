@@ -169,7 +169,11 @@ def test_pending_pods_runs_are_their_own_mode_and_never_pair_with_plain_ones() -
         (["--workload", "SchedulingGangs", "--size", "1000", "--pending-pods"], "once"),
         (
             ["--workload", "SchedulingBasic,PreemptionAsync", "--pending-pods"],
-            "PreemptionAsync preempt; a measured pod evicted while kwok ignores it",
+            "--pending-pods: PreemptionAsync preempt; a pod evicted while kwok ignores it",
+        ),
+        (
+            ["--workload", "PreemptionBasic", "--capacity"],
+            "--capacity: PreemptionBasic preempt; a pod evicted while kwok ignores it",
         ),
     ],
 )

@@ -277,10 +277,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(unknown)}")
     preempting = [n for n in names if n in workloads and PREEMPTION in workloads[n].requires]
-    if args.pending_pods and preempting:
+    if (args.pending_pods or args.capacity) and preempting:
+        flag = "--pending-pods" if args.pending_pods else "--capacity"
         parser.error(
-            f"--pending-pods: {', '.join(preempting)} preempt; a measured pod evicted while kwok "
-            "ignores it would stay Terminating (kwok plays no pod-delete stage for it)"
+            f"{flag}: {', '.join(preempting)} preempt; a pod evicted while kwok ignores it "
+            "would stay Terminating (kwok plays no pod-delete stage for it)"
         )
     gang = [n for n in names if n in gangs]
     if gang and (
