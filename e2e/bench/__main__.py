@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in workloads]
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(unknown)}")
-    preempting = [n for n in names if n in workloads and PREEMPTION in workloads[n].requires]
+    preempting = [n for n in names if PREEMPTION in workloads[n].requires]
     if (args.pending_pods or args.capacity) and preempting:
         flag = "--pending-pods" if args.pending_pods else "--capacity"
         parser.error(

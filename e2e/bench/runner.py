@@ -62,6 +62,8 @@ NODE_READY_SECONDS_EACH = 0.15
 # 5000); the record's phases_seconds.init_pods_running says how long it took.
 INIT_POD_RUNNING_SECONDS_EACH = 0.1
 LEAD_IN_ROUNDS = 3
+#: The label kwok's disregardStatusWithLabelSelector skips: a bound pod carrying it stays Pending.
+KWOK_IGNORES = {DISREGARD_LABEL_KEY: DISREGARD_LABEL_VALUE}
 WARMUP = PodTemplate(requests={"cpu": "1m", "memory": "1Mi"})
 
 
@@ -545,7 +547,7 @@ class Run:
 
     def _kwok_labels(self) -> dict[str, str]:
         """The label that keeps kwok off a measured pod, when the run asks for that."""
-        return {DISREGARD_LABEL_KEY: DISREGARD_LABEL_VALUE} if self.pending_pods else {}
+        return dict(KWOK_IGNORES) if self.pending_pods else {}
 
     def _create_through_replica_set(self, watcher: PodWatcher) -> list[str]:
         """Creates the measured pods' ReplicaSet; returns their names once the watch has seen
@@ -607,7 +609,7 @@ class Run:
             # kwok plays no stage for them: no Running status patch per bound pod, which the
             # API server, kwok and both schedulers' informers would otherwise spend CPU on.
             meta = manifest["metadata"]
-            labels = {**meta.get("labels", {}), DISREGARD_LABEL_KEY: DISREGARD_LABEL_VALUE}
+            labels = {**meta.get("labels", {}), **KWOK_IGNORES}
             manifest = {**manifest, "metadata": {**meta, "labels": labels}}
         self.rest.create(f"/api/v1/namespaces/{self.namespace}/pods", manifest)
 
