@@ -9,7 +9,9 @@ from kubernetes import client as k8s
 
 from e2e.cluster import ControlPlane, is_running, wait_for_pod
 from e2e.cluster.nodes import NodeFactory
+from e2e.cluster.ports import LOOPBACK
 from e2e.cluster.processes import proc_start_time
+from e2e.cluster.readiness import http_get, tls_context
 
 
 def _listening_addresses(pid: int) -> set[str]:
@@ -73,6 +75,12 @@ def test_extra_scheduler_with_custom_scheduler_name(
     )
     try:
         assert local_control_plane.pids["kube-scheduler-e2e"] == handle.pid
+        # start_scheduler returned after kube-scheduler's handlers synced, not merely /healthz.
+        status, body = http_get(
+            f"https://{LOOPBACK}:{handle.port}/readyz?verbose",
+            tls_context(local_control_plane.ca_cert),
+        )
+        assert status == 200 and "[+]sched-handler-sync ok" in body, body
         pod = k8s.V1Pod(
             metadata=k8s.V1ObjectMeta(name="custom"),
             spec=k8s.V1PodSpec(

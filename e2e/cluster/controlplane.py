@@ -255,7 +255,10 @@ class ControlPlane:
         default scheduler). ``cpus`` starts it pinned to those CPUs. ``feature_gates`` are its
         ``--feature-gates``; None (the default) gives it the control plane's, ``{}`` none.
         ``binary`` runs another build of kube-scheduler (e.g. scheduler-plugins') with the same
-        flags. Returns once /healthz answers.
+        flags. Returns once /readyz answers ok: in kube-scheduler that includes
+        `sched-handler-sync` (its informers listed and every listed object handed to its event
+        handlers), so the scheduler has its caches, as kube-pysched has when its /readyz
+        answers (/healthz answers before either has listed anything).
         """
         pki = self._require_pki()
         name = name or f"kube-scheduler-{len(self._schedulers) + 1}"
@@ -279,7 +282,7 @@ class ControlPlane:
         handle = SchedulerHandle(proc, port, config_path)
         self._schedulers[name] = handle
         try:
-            self._wait_https(name, port, "/healthz", timeout, proc)
+            self._wait_https(name, port, "/readyz", timeout, proc)
         finally:
             self._reservation.release(port)
         return handle
