@@ -463,7 +463,9 @@ class ControlPlane:
             "kube-controller-manager", self._ports["kube-controller-manager"], "/healthz"
         )
         if self.with_scheduler:
-            self._wait_https("kube-scheduler", self._ports["kube-scheduler"], "/healthz")
+            # /readyz, not /healthz: it includes sched-handler-sync (informers listed and
+            # handed to the handlers), so tests start against a scheduler with its caches.
+            self._wait_https("kube-scheduler", self._ports["kube-scheduler"], "/readyz")
         self._wait(
             "kwok",
             lambda: probe(f"http://{LOOPBACK}:{self._ports['kwok']}/healthz", expect="ok"),
