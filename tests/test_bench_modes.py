@@ -11,7 +11,8 @@ from e2e.bench.measure import PodTimes, summarize
 from e2e.bench.pacing import Pacing, achieved_rate, create_paced, creation_offsets
 from e2e.bench.pinning import CapacityError, capacity_cpus, format_cpus, thread_cpus
 from e2e.bench.report import mode_cell, notes, run_mode
-from e2e.bench.workload import PodTemplate, replica_set_manifest
+from e2e.bench.runner import owner_refusal
+from e2e.bench.workload import PodTemplate, load_workloads, replica_set_manifest
 from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 
 
@@ -213,3 +214,20 @@ def test_only_the_running_patches_seen_by_the_last_binding_count_as_in_the_windo
     figures = summarize(times, ["a", "b"], start=1.0)
     assert figures["running_in_window_pods"] == 1
     assert figures["elapsed_seconds"] == 1.0
+
+
+def test_a_workload_with_an_owner_is_refused_only_where_the_harness_must_create_its_pods() -> None:
+    workloads = load_workloads()
+    owned = workloads["DefaultTopologySpreading"]
+    assert owned.owner == "ReplicaSet"
+    assert owner_refusal(owned, "live", None) is None
+    assert owner_refusal(workloads["SchedulingBasic"], "backlog", 50) is None
+    at_rate = owner_refusal(owned, "live", 50)
+    assert at_rate is not None and at_rate.startswith(
+        "DefaultTopologySpreading: a creation rate (--create-qps 50) needs the harness"
+    )
+    assert "live" not in at_rate  # live mode itself runs it (kube-controller-manager creates)
+    for mode in ("backlog", "capacity"):
+        refused = owner_refusal(owned, mode, None)
+        assert refused is not None and refused.startswith(f"DefaultTopologySpreading: {mode} mode")
+        assert refused.endswith("created by a ReplicaSet")

@@ -139,6 +139,24 @@ def unready_node_count(node_list: dict[str, Any], names: Container[str]) -> int:
     return count
 
 
+def owner_refusal(workload: Workload, mode: str, create_qps: float | None) -> str | None:
+    """Why a run of `workload` in `mode` at `create_qps` cannot be measured, or None: backlog
+    and capacity modes and a creation rate need the harness to create the measured pods, and
+    a workload with an owner (a ReplicaSet) has kube-controller-manager create them."""
+    if not workload.owner:
+        return None
+    if mode != "live":
+        asked = f"{mode} mode"
+    elif create_qps is not None:
+        asked = f"a creation rate (--create-qps {create_qps:g})"
+    else:
+        return None
+    return (
+        f"{workload.name}: {asked} needs the harness to create the measured pods; this "
+        f"workload has them created by a {workload.owner}"
+    )
+
+
 class Run:
     """One (workload, size, scheduler) run; `execute()` returns its record's figures."""
 
@@ -237,12 +255,9 @@ class Run:
     def _execute(self) -> dict[str, Any]:
         if self.capacity:
             capacity_cpus()  # fails at once, before any setup, on a one-CPU machine
-        if self.workload.owner and (self.backlog or self.create_qps is not None):
-            raise ValueError(
-                f"{self.workload.name}: {self.mode} mode or a creation rate needs the harness to "
-                f"create the measured pods; this workload has them created by a "
-                f"{self.workload.owner}"
-            )
+        refused = owner_refusal(self.workload, self.mode, self.create_qps)
+        if refused is not None:
+            raise ValueError(refused)
         with self._phase("setup"):
             wait_default_service_account(self.api(), self.namespace)
             self.create_nodes(range(self.size.nodes))
