@@ -1,11 +1,19 @@
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from e2e.bench.report import WORK_COLUMNS, api_request_cells, markdown_api_table, markdown_table
+from e2e.bench.report import (
+    WORK_COLUMNS,
+    api_request_cells,
+    markdown_api_table,
+    markdown_go_cpu_table,
+    markdown_table,
+)
 from e2e.bench.scraped import (
     api_request_counts,
     api_request_figures,
     gc_figures,
     gc_pauses,
+    go_cpu_class_figures,
+    go_cpu_classes,
     scrape,
     scraped_figures,
     work_counters,
@@ -141,6 +149,44 @@ def test_api_requests_are_the_served_requests_increase_by_verb_and_resource() ->
     after = api_request_counts(API_SERVER_TEXT % {"bindings": 25, "status": 3, "scrapes": 2})
     assert before["POST pods/binding"] == 11  # summed over the response codes
     assert api_request_figures(before, after) == {"GET /metrics": 1, "POST pods/binding": 15}
+
+
+GO_CLASSES_TEXT = """\
+# HELP go_cpu_classes_gc_mark_idle_cpu_seconds_total Estimated total CPU time spent performing GC
+# TYPE go_cpu_classes_gc_mark_idle_cpu_seconds_total counter
+go_cpu_classes_gc_mark_idle_cpu_seconds_total %(idle_mark)s
+go_cpu_classes_gc_mark_assist_cpu_seconds_total 1.5
+go_cpu_classes_user_cpu_seconds_total %(user)s
+go_cpu_classes_total_cpu_seconds_total %(total)s
+go_cpu_count 2
+go_gc_cycles_total_gc_cycles_total 40
+"""
+
+
+def test_go_cpu_classes_are_the_runtime_estimate_by_class_over_the_window() -> None:
+    before = go_cpu_classes(GO_CLASSES_TEXT % {"idle_mark": "10", "user": "100.25", "total": "400"})
+    after = go_cpu_classes(GO_CLASSES_TEXT % {"idle_mark": "12.5", "user": "110", "total": "440"})
+    assert before == {"gc_mark_idle": 10, "gc_mark_assist": 1.5, "user": 100.25, "total": 400}
+    assert go_cpu_class_figures(before, after) == {
+        "gc_mark_assist": 0.0,
+        "gc_mark_idle": 2.5,
+        "total": 40.0,
+        "user": 9.75,
+    }
+    assert go_cpu_classes(API_SERVER_TEXT % {"bindings": 1, "status": 1, "scrapes": 1}) == {}
+    # A class only one reading has (a runtime that added it) is left out, never taken as 0.
+    assert go_cpu_class_figures({}, after) == {}
+    record = {
+        "workload": "W",
+        "size": "1000",
+        "scheduler": "kube-scheduler",
+        "figures": {"apiserver_go_cpu_seconds": go_cpu_class_figures(before, after)},
+    }
+    record["figures"]["window_seconds"] = 20.5
+    assert markdown_go_cpu_table([record]).splitlines()[-1] == (
+        "| W | 1000 | kube-scheduler | live | 9.75 | 0.0 |  | 2.5 |  | 20.5 |"
+    )
+    assert markdown_go_cpu_table([{**record, "figures": {}}]) == ""  # not recorded: no table
 
 
 def test_the_api_table_adds_the_requests_up_by_kind() -> None:

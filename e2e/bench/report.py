@@ -454,6 +454,33 @@ def markdown_api_table(records: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+#: The API server's Go CPU classes the report shows (`apiserver_go_cpu_seconds`), in order.
+GO_CPU_COLUMNS = ("user", "gc_mark_assist", "gc_mark_dedicated", "gc_mark_idle", "gc_pause")
+
+
+def markdown_go_cpu_table(records: Sequence[dict[str, Any]]) -> str:
+    """Where the API server's CPU went while each run measured, by the Go runtime's classes
+    (runs that recorded them: since session 35). `gc_mark_idle` is mark work done on cores
+    nothing else wanted, so it grows when the scheduler leaves a core free."""
+    lines = [
+        "| workload | size | scheduler | mode | "
+        + " | ".join(f"{c} s" for c in GO_CPU_COLUMNS)
+        + " | window s |",
+        "| --- | --- | --- | --- | "
+        + " | ".join("---:" for _ in range(len(GO_CPU_COLUMNS) + 1))
+        + " |",
+    ]
+    for r in records:
+        figures = r.get("figures", {})
+        classes = figures.get("apiserver_go_cpu_seconds")
+        if not classes:
+            continue
+        cells = [classes.get(c, "") for c in GO_CPU_COLUMNS] + [figures.get("window_seconds", "")]
+        head = f"| {workload_label(r)} | {r['size']} | {r['scheduler']} | {run_mode(r)} |"
+        lines.append(f"{head} {' | '.join(str(c) for c in cells)} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def main(argv: Sequence[str]) -> int:
     """`python -m e2e.bench.report FILE.json...`: the tables again from saved runs."""
     parser = argparse.ArgumentParser(
@@ -492,6 +519,10 @@ def main(argv: Sequence[str]) -> int:
     if api:
         print()
         print(api)
+    go_cpu = markdown_go_cpu_table(records)
+    if go_cpu:
+        print()
+        print(go_cpu)
     repeated = repeat_table(records)
     if repeated:
         print()

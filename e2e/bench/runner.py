@@ -39,7 +39,14 @@ from e2e.bench.pacing import Pacing, create_paced
 from e2e.bench.pinning import Pinned, capacity_cpus, format_cpus, thread_cpus
 from e2e.bench.rest import CreateError, RestClient
 from e2e.bench.schedulers import KUBE_PYSCHED, running_scheduler, scheduler_config
-from e2e.bench.scraped import api_request_counts, api_request_figures, scrape, scraped_figures
+from e2e.bench.scraped import (
+    api_request_counts,
+    api_request_figures,
+    go_cpu_class_figures,
+    go_cpu_classes,
+    scrape,
+    scraped_figures,
+)
 from e2e.bench.workload import (
     PRIORITY_CLASSES,
     NodeTemplate,
@@ -488,6 +495,9 @@ class Run:
             figures["api_requests"] = api_request_figures(
                 api_request_counts(api_before), api_request_counts(api_after)
             )
+            classes = go_cpu_class_figures(go_cpu_classes(api_before), go_cpu_classes(api_after))
+            if classes:
+                figures["apiserver_go_cpu_seconds"] = classes
         if figures.get("events_dropped"):
             print(
                 f"warning: {self.workload.name} with {self.which}: {figures['events_dropped']} "

@@ -10,7 +10,9 @@ API server writes the other scheduler makes.
 
 From the API server's /metrics, for either scheduler: the requests it served in the window by
 verb and resource (every client's, the scheduler's among them), so a difference in the
-control plane's CPU between two runs can be read against what was asked of it.
+control plane's CPU between two runs can be read against what was asked of it; and the Go
+runtime's estimate of where its CPU went by class (user code, GC mark work by kind: assist,
+dedicated, idle-priority), so CPU it spent only because a core was free shows apart.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ ATTEMPTS = "scheduler_schedule_attempts"
 PREEMPTION_ATTEMPTS = "scheduler_preemption_attempts"
 PREEMPTION_VICTIMS = "scheduler_preemption_victims"
 API_REQUESTS = "apiserver_request_total"
+GO_CPU_CLASSES = "go_cpu_classes_"
 
 #: generation -> (count, sum in seconds, {bucket upper bound: cumulative count})
 Pauses = dict[str, tuple[float, float, dict[float, float]]]
@@ -183,3 +186,23 @@ def api_request_figures(before: dict[str, float], after: dict[str, float]) -> di
     """The requests served between two readings, by kind (kinds that did not grow left out)."""
     grown = {key: round(n - before.get(key, 0.0)) for key, n in after.items()}
     return {key: n for key, n in sorted(grown.items()) if n > 0}
+
+
+def go_cpu_classes(text: str) -> dict[str, float]:
+    """A Go component's CPU so far by the runtime's classes (`go_cpu_classes_*_cpu_seconds_total`
+    of /runtime/metrics: `user`, `gc_mark_idle`, `gc_mark_dedicated`, `gc_mark_assist`,
+    `gc_pause`, `gc_total`, `idle`, `scavenge_*`, `total`), in seconds. The runtime estimates
+    them from GOMAXPROCS and its own accounting: `total` is GOMAXPROCS x wall time, `idle` the
+    part no goroutine used."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line.startswith(GO_CPU_CLASSES):
+            continue
+        name, _, value = line.partition(" ")
+        out[name[len(GO_CPU_CLASSES) :].removesuffix("_cpu_seconds_total")] = float(value)
+    return out
+
+
+def go_cpu_class_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """Seconds of each class between two readings (classes in both)."""
+    return {key: round(after[key] - before[key], 2) for key in sorted(after) if key in before}
