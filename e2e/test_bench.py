@@ -100,10 +100,11 @@ def test_every_supported_workload_binds_every_measured_pod_with_both_schedulers(
         assert not any(name.startswith("bench-ks-") for name in used)  # counted once, by role
         # The API server's requests in the window: at least one binding per measured pod.
         assert figures["api_requests"].get("POST pods/binding", 0) >= wanted, record
-        # ... and its Go runtime's CPU by class over the window (the real /metrics has them).
+        # ... and its Go runtime's CPU by class over the window (the real /metrics has them;
+        # the runtime updates them at each GC's end, so a short window may hold no change).
         classes = figures["apiserver_go_cpu_seconds"]
         assert classes.keys() >= {"user", "gc_mark_idle", "gc_total", "total"}, classes
-        assert 0 < classes["user"] <= classes["total"], classes
+        assert 0 <= classes["user"] <= classes["total"], classes
         assert figures["unready_nodes"] == 0, record  # every node still heard from
     rendered = table(records)
     assert rendered.count("ratio py/ks") == len(SUPPORTED)
