@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from kubernetes import client as k8s
 
 from e2e.cluster import ControlPlane, is_running, wait_for_pod
@@ -40,15 +41,21 @@ def _listening_addresses(pid: int) -> set[str]:
     return found
 
 
-def test_second_control_plane_runs_side_by_side(local_control_plane: ControlPlane) -> None:
+@pytest.mark.parametrize("with_scheduler", [False, True], ids=["no-scheduler", "scheduler"])
+def test_second_control_plane_runs_side_by_side(
+    local_control_plane: ControlPlane, with_scheduler: bool
+) -> None:
     first = local_control_plane
-    with ControlPlane() as second:
-        # start() returned after its kube-scheduler's handlers synced, not merely /healthz.
-        status, body = http_get(
-            f"https://{LOOPBACK}:{second.ports['kube-scheduler']}/readyz?verbose",
-            tls_context(second.ca_cert),
-        )
-        assert status == 200 and "[+]sched-handler-sync ok" in body, body
+    with ControlPlane(with_scheduler=with_scheduler) as second:
+        if with_scheduler:
+            # start() returned after its kube-scheduler's handlers synced, not merely /healthz.
+            status, body = http_get(
+                f"https://{LOOPBACK}:{second.ports['kube-scheduler']}/readyz?verbose",
+                tls_context(second.ca_cert),
+            )
+            assert status == 200 and "[+]sched-handler-sync ok" in body, body
+        else:
+            assert "kube-scheduler" not in second.pids
         assert not set(first.ports.values()) & set(second.ports.values())
         assert second.server != first.server
         for cp in (first, second):
