@@ -435,23 +435,37 @@ def api_request_cells(requests: dict[str, int]) -> list[int]:
     return cells
 
 
-def markdown_api_table(records: Sequence[dict[str, Any]]) -> str:
-    """What the API server served while each run measured, from every client (runs that
-    recorded it: live runs since session 27)."""
-    titles = [title for title, _ in API_COLUMNS]
+def _window_table(
+    records: Sequence[dict[str, Any]],
+    titles: Sequence[str],
+    cells_of: Callable[[dict[str, Any]], list[Any] | None],
+) -> str:
+    """One row per run whose figures `cells_of` finds cells in (None: not recorded, no row),
+    then the window's length; "" when no run has any."""
     lines = [
         "| workload | size | scheduler | mode | " + " | ".join(titles) + " | window s |",
         "| --- | --- | --- | --- | " + " | ".join("---:" for _ in range(len(titles) + 1)) + " |",
     ]
     for r in records:
         figures = r.get("figures", {})
-        requests = figures.get("api_requests")
-        if requests is None:
+        cells = cells_of(figures)
+        if cells is None:
             continue
-        cells = [*api_request_cells(requests), figures.get("window_seconds", "")]
+        cells = [*cells, figures.get("window_seconds", "")]
         head = f"| {workload_label(r)} | {r['size']} | {r['scheduler']} | {run_mode(r)} |"
         lines.append(f"{head} {' | '.join(str(c) for c in cells)} |")
     return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def markdown_api_table(records: Sequence[dict[str, Any]]) -> str:
+    """What the API server served while each run measured, from every client (runs that
+    recorded it: live runs since session 27)."""
+
+    def cells(figures: dict[str, Any]) -> list[Any] | None:
+        requests = figures.get("api_requests")
+        return None if requests is None else list(api_request_cells(requests))
+
+    return _window_table(records, [title for title, _ in API_COLUMNS], cells)
 
 
 #: The API server's Go CPU classes the report shows (`apiserver_go_cpu_seconds`), in order.
@@ -462,23 +476,12 @@ def markdown_go_cpu_table(records: Sequence[dict[str, Any]]) -> str:
     """Where the API server's CPU went while each run measured, by the Go runtime's classes
     (runs that recorded them: since session 35). `gc_mark_idle` is mark work done on cores
     nothing else wanted, so it grows when the scheduler leaves a core free."""
-    lines = [
-        "| workload | size | scheduler | mode | "
-        + " | ".join(f"{c} s" for c in GO_CPU_COLUMNS)
-        + " | window s |",
-        "| --- | --- | --- | --- | "
-        + " | ".join("---:" for _ in range(len(GO_CPU_COLUMNS) + 1))
-        + " |",
-    ]
-    for r in records:
-        figures = r.get("figures", {})
+
+    def cells(figures: dict[str, Any]) -> list[Any] | None:
         classes = figures.get("apiserver_go_cpu_seconds")
-        if not classes:
-            continue
-        cells = [classes.get(c, "") for c in GO_CPU_COLUMNS] + [figures.get("window_seconds", "")]
-        head = f"| {workload_label(r)} | {r['size']} | {r['scheduler']} | {run_mode(r)} |"
-        lines.append(f"{head} {' | '.join(str(c) for c in cells)} |")
-    return "\n".join(lines) if len(lines) > 2 else ""
+        return [classes.get(c, "") for c in GO_CPU_COLUMNS] if classes else None
+
+    return _window_table(records, [f"{c} s" for c in GO_CPU_COLUMNS], cells)
 
 
 def main(argv: Sequence[str]) -> int:
