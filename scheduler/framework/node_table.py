@@ -26,6 +26,7 @@ from scheduler.api.labels import (
 )
 from scheduler.api.objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Node, Pod
 from scheduler.framework.pod_index import PodIndex
+from scheduler.framework.pod_requests import PodRequestColumns
 from scheduler.framework.types import NodeInfo
 
 IntColumn = npt.NDArray[np.int64]
@@ -171,36 +172,21 @@ class NodeTable:
             self._scalar[name] = cols
         return cols
 
-    def with_pods_counted(self, added: Mapping[int, Iterable[Pod]]) -> NodeTable:
-        """This table with `added[row]` counted on each row as a PodCountingFilter reads a node:
-        pod count and requests (extended resources included). Every other column is this
-        table's own, so the result is only for those plugins (the nominated-pods pass of a
-        diagnosis)."""
-        rows: list[int] = []
-        cpu: list[int] = []
-        memory: list[int] = []
-        storage: list[int] = []
-        scalar_rows: dict[str, tuple[list[int], list[int]]] = {}
-        for row, pods in added.items():
-            for pod in pods:
-                req = pod.requests
-                rows.append(row)
-                cpu.append(req.milli_cpu)
-                memory.append(req.memory)
-                storage.append(req.ephemeral_storage)
-                for name, quantity in req.scalar.items():
-                    at, amounts = scalar_rows.setdefault(name, ([], []))
-                    at.append(row)
-                    amounts.append(quantity)
+    def with_pods_counted(self, added: PodRequestColumns) -> NodeTable:
+        """This table with the `added` pods counted on their rows as a PodCountingFilter reads
+        a node: pod count and requests (extended resources included). Every other column is
+        this table's own, so the result is only for those plugins (the nominated-pods pass of
+        a diagnosis)."""
+        rows = added.rows
         view = copy.copy(self)
         view.pod_count = _plus(self.pod_count, rows, 1)
-        view.req_cpu = _plus(self.req_cpu, rows, cpu)
-        view.req_mem = _plus(self.req_mem, rows, memory)
-        view.req_eph = _plus(self.req_eph, rows, storage)
+        view.req_cpu = _plus(self.req_cpu, rows, added.cpu)
+        view.req_mem = _plus(self.req_mem, rows, added.memory)
+        view.req_eph = _plus(self.req_eph, rows, added.storage)
         view._scalar = dict(self._scalar)
-        for name, (at, amounts) in scalar_rows.items():
+        for name, amounts in added.scalar.items():
             alloc, used = self.scalar(name)
-            view._scalar[name] = (alloc, _plus(used, at, amounts))
+            view._scalar[name] = (alloc, _plus(used, rows, amounts))
         return view
 
     def requirement_mask(self, req: Requirement) -> BoolColumn:
@@ -306,8 +292,10 @@ def _reusable_rows(previous: NodeTable, infos: list[NodeInfo]) -> tuple[IntColum
     return source, fresh
 
 
-def _plus(column: IntColumn, rows: list[int], amounts: list[int] | int) -> IntColumn:
+def _plus(column: IntColumn, rows: IntColumn, amounts: IntColumn | int) -> IntColumn:
     """A copy of `column` with each amount added at its row (a row may repeat)."""
+    if isinstance(amounts, int):
+        return column + np.bincount(rows, minlength=len(column)).astype(np.int64) * amounts
     result = column.copy()
     np.add.at(result, rows, amounts)
     return result

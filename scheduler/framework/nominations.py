@@ -14,7 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from scheduler.api.objects import Pod
+from scheduler.framework.pod_requests import PodRequestColumns
 
 _Key = TypeVar("_Key", str, int)
 
@@ -22,7 +26,7 @@ _Key = TypeVar("_Key", str, int)
 class Nominations:
     """Read-only: the nominated pods by node, each pod's node (by uid), the lowest priority."""
 
-    __slots__ = ("_rows", "by_node", "lowest", "node_of")
+    __slots__ = ("_columns", "_rows", "by_node", "lowest", "node_of")
 
     def __init__(
         self, by_node: Mapping[str, Sequence[Pod]], node_of: Mapping[str, str], lowest: int
@@ -32,6 +36,9 @@ class Nominations:
         self.lowest = lowest
         #: by_node keyed by row of one node table's index (that index, those rows).
         self._rows: tuple[Mapping[str, int], dict[int, Sequence[Pod]]] | None = None
+        #: Every nominated pod on the rows of one index, as request columns, with each one's
+        #: priority and each uid's position (that index, those columns).
+        self._columns: tuple[Mapping[str, int], _RowColumns] | None = None
 
     @staticmethod
     def of(by_node: Mapping[str, Sequence[Pod]]) -> Nominations:
@@ -49,6 +56,35 @@ class Nominations:
         rows = self._rows_of(index)
         own = self.node_of.get(pod.uid)
         return self._against(pod, rows, None if own is None else index.get(own))
+
+    def requests_counting_against(self, pod: Pod, index: Mapping[str, int]) -> PodRequestColumns:
+        """The pods of `rows_counting_against`, as request columns (in no promised order)."""
+        columns = self._columns_of(index)
+        own = columns.position.get(pod.uid)
+        if pod.priority > self.lowest:
+            keep = columns.priority >= pod.priority
+        elif own is None:
+            return columns.requests
+        else:
+            keep = np.ones(len(columns.priority), np.bool_)
+        if own is not None:
+            keep[own] = False
+        return columns.requests.where(keep)
+
+    def _columns_of(self, index: Mapping[str, int]) -> _RowColumns:
+        """Built once per view and node table, as `_rows_of`."""
+        cached = self._columns
+        if cached is not None and cached[0] is index:
+            return cached[1]
+        rows = self._rows_of(index)
+        pods = [p for held in rows.values() for p in held]
+        columns = _RowColumns(
+            PodRequestColumns.of(rows),
+            np.array([p.priority for p in pods], np.int64),
+            {p.uid: at for at, p in enumerate(pods)},
+        )
+        self._columns = (index, columns)
+        return columns
 
     def _rows_of(self, index: Mapping[str, int]) -> dict[int, Sequence[Pod]]:
         """by_node by row of `index`: mapped once per node table (the loop's only thread
@@ -78,6 +114,23 @@ class Nominations:
             else:
                 del result[own]
         return result
+
+
+class _RowColumns:
+    """A view's nominated pods as request columns, their priorities, and each one's position
+    by uid (in the columns' order)."""
+
+    __slots__ = ("position", "priority", "requests")
+
+    def __init__(
+        self,
+        requests: PodRequestColumns,
+        priority: npt.NDArray[np.int64],
+        position: dict[str, int],
+    ) -> None:
+        self.requests = requests
+        self.priority = priority
+        self.position = position
 
 
 NO_NOMINATIONS = Nominations({}, {}, 0)

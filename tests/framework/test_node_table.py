@@ -10,6 +10,7 @@ from scheduler.api.objects import Node
 from scheduler.api.parse import parse_node
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.framework.node_table import _COLUMNS, ImageIndex, NodeTable
+from scheduler.framework.pod_requests import PodRequestColumns
 from scheduler.testing import make_node, make_pod, node_json
 
 GPU = "example.com/gpu"
@@ -191,7 +192,7 @@ def test_pods_counted_on_rows_equal_a_table_of_nodes_that_hold_them() -> None:
             make_pod("c", cpu="1", requests={GPU: "1"}, node_name="n3"),
         ],
     }
-    view = table.with_pods_counted(added)
+    view = table.with_pods_counted(PodRequestColumns.of(added))
     for column, values in before.items():
         np.testing.assert_array_equal(getattr(table, column), values, column)
     assert table.scalar(GPU)[1].tolist() == [0, 0, 0, 0]

@@ -7,8 +7,27 @@ from __future__ import annotations
 import random
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.pod_requests import PodRequestColumns
 from scheduler.testing import make_pod
 from tests.core_harness import Harness
+
+GPU = "example.com/gpu"
+
+
+def _summed(columns: PodRequestColumns) -> dict[int, tuple[int, int, int, int, int]]:
+    """Per row: pods, cpu, memory, storage and the GPU amount counted there."""
+    sums: dict[int, tuple[int, int, int, int, int]] = {}
+    gpu = columns.scalar.get(GPU)
+    for at, row in enumerate(columns.rows.tolist()):
+        pods, cpu, memory, storage, gpus = sums.get(row, (0, 0, 0, 0, 0))
+        sums[row] = (
+            pods + 1,
+            cpu + int(columns.cpu[at]),
+            memory + int(columns.memory[at]),
+            storage + int(columns.storage[at]),
+            gpus + (0 if gpu is None else int(gpu[at])),
+        )
+    return sums
 
 
 def test_pods_counting_against_each_pod_equal_the_per_node_rule() -> None:
@@ -16,7 +35,13 @@ def test_pods_counting_against_each_pod_equal_the_per_node_rule() -> None:
     h = Harness()
     try:
         pods = [
-            make_pod(f"p{i}", priority=rng.choice([0, 100, 100, 1000]), cpu="100m")
+            make_pod(
+                f"p{i}",
+                priority=rng.choice([0, 100, 100, 1000]),
+                cpu=f"{rng.randrange(1, 9) * 100}m",
+                memory=f"{rng.randrange(1, 9)}Mi",
+                requests={GPU: str(rng.randrange(3))} if i % 3 == 0 else None,
+            )
             for i in range(40)
         ]
         nodes = [f"n{i}" for i in range(8)]
@@ -30,6 +55,8 @@ def test_pods_counting_against_each_pod_equal_the_per_node_rule() -> None:
             index = {name: row for row, name in enumerate(reversed(nodes[1:]))}  # n0 unlisted
             by_row = h.fwk.nominated_pods_to_add_by_row(state, asking, index)
             assert by_row == {index[n]: found for n, found in by_node.items() if n in index}
+            columns = h.fwk.nominated_requests_to_add_by_row(state, asking, index)
+            assert _summed(columns) == _summed(PodRequestColumns.of(by_row)), asking.name
             assert all(p.priority >= asking.priority for found in by_node.values() for p in found)
     finally:
         h.close()

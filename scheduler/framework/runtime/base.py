@@ -28,6 +28,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.runtime.calls import FILTER, code_label
+from scheduler.framework.runtime.counting_filter import filter_form
 from scheduler.framework.runtime.profile import ProfilePlugins
 from scheduler.framework.status import Status
 
@@ -69,6 +70,8 @@ class FrameworkBase:
         self.batch_filter = {
             pl.name: callable(getattr(pl, "filter_batch", None)) for pl in self.filter_plugins
         }
+        #: Each Filter plugin's counting form (CountingFilter), worked out once.
+        self.filter_forms = {pl.name: filter_form(pl) for pl in self.filter_plugins}
         self._batch_score = {
             pl.name: callable(getattr(pl, "score_batch", None)) for pl in self.score_plugins
         }

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Literal, cast
 
 import numpy as np
 
@@ -52,6 +53,22 @@ _STATE_KEY = "kube-pysched/CountingFilter"
 NominatedByNode = Callable[[Pod], Mapping[str, Sequence[Pod]]]
 #: Records one Filter call of a plugin: (plugin name, its Status, perf_counter at the start).
 ObserveFilter = Callable[[str, Status | None, float], None]
+#: How a Filter plugin is answered without its node's pods: it reads only the Node ("node"),
+#: it is a PodCountingFilter ("count"), one that is also a RequestFitFilter ("room"), or it
+#: has no such form (None).
+FilterForm = Literal["node", "count", "room"] | None
+
+
+def filter_form(pl: FilterPlugin) -> FilterForm:
+    """`pl`'s FilterForm. Worked out once per profile, not per cycle: an isinstance check
+    against a runtime-checkable Protocol costs tens of microseconds."""
+    if getattr(pl, "filter_reads_node_only", False) is True:
+        return "node"
+    if isinstance(pl, RequestFitFilter):
+        return "room"
+    if isinstance(pl, PodCountingFilter):
+        return "count"
+    return None
 
 
 class CountingFilter:
@@ -73,21 +90,23 @@ class CountingFilter:
         steps: list[tuple[FilterPlugin, PodCountingFilter | None]],
         nominated: NominatedByNode,
         observe: ObserveFilter | None = None,
+        room_rules: list[RequestFitFilter] | None = None,
     ) -> None:
+        """`room_rules`: the counting plugins as room rules, when every one of them is one
+        (in their order)."""
         self._steps = steps
         self._counting_steps = [(pl, c) for pl, c in steps if c is not None]
         self._node_only_steps = [(pl, c) for pl, c in steps if c is None]
         self._nominated = nominated
         self._observe = observe
-        rules = [c for _, c in self._counting_steps if isinstance(c, RequestFitFilter)]
-        #: The counting plugins as room rules, when every one of them is one.
-        self._room_rules = rules if len(rules) == len(self._counting_steps) else None
+        self._room_rules = room_rules
         #: node_only_passes' answer, for the table it was asked about.
         self._node_only_passes: tuple[NodeTable, BoolColumn | None] | None = None
 
     @staticmethod
     def for_cycle(
         filter_plugins: Iterable[FilterPlugin],
+        forms: Mapping[str, FilterForm],
         extensions: Iterable[tuple[PreFilterPlugin, PreFilterExtensions]],
         nominated: NominatedByNode,
         state: CycleState,
@@ -95,12 +114,13 @@ class CountingFilter:
         observe: ObserveFilter | None = None,
     ) -> CountingFilter | None:
         """The counting form of this cycle's Filter for `pod`, or None when it does not apply
-        (see the module docstring). Cached in `state` (clones share it)."""
+        (see the module docstring); `forms`: each plugin's `filter_form`. Cached in `state`
+        (clones share it)."""
         cached = state.get(_STATE_KEY)
         if cached is not None and cached[0] == pod.uid:
             found: CountingFilter | None = cached[1]
             return found
-        found = _build(filter_plugins, extensions, nominated, state, observe)
+        found = _build(filter_plugins, forms, extensions, nominated, state, observe)
         state.write(_STATE_KEY, (pod.uid, found))
         return found
 
@@ -226,6 +246,7 @@ class CountingFilter:
 
 def _build(
     filter_plugins: Iterable[FilterPlugin],
+    forms: Mapping[str, FilterForm],
     extensions: Iterable[tuple[PreFilterPlugin, PreFilterExtensions]],
     nominated: NominatedByNode,
     state: CycleState,
@@ -235,16 +256,22 @@ def _build(
     if any(pl.name not in skip for pl, _ in extensions):
         return None
     steps: list[tuple[FilterPlugin, PodCountingFilter | None]] = []
+    rules: list[RequestFitFilter] | None = []
     for pl in filter_plugins:
         if pl.name in skip:
             continue
-        if getattr(pl, "filter_reads_node_only", False) is True:
+        form = forms[pl.name]
+        if form == "node":
             steps.append((pl, None))
-        elif isinstance(pl, PodCountingFilter):
-            steps.append((pl, pl))
-        else:
+            continue
+        if form is None:
             return None
-    return CountingFilter(steps, nominated, observe)
+        steps.append((pl, cast(PodCountingFilter, pl)))
+        if form == "room" and rules is not None:
+            rules.append(cast(RequestFitFilter, pl))
+        else:
+            rules = None
+    return CountingFilter(steps, nominated, observe, rules)
 
 
 def call_filter_counts(

@@ -133,7 +133,9 @@ class FilterPass:
             if counting is None:
                 return self._first_pass
             counted = counting.counting_plugins
-            table = self._table.with_pods_counted(self._nominated_rows)
+            table = self._table.with_pods_counted(
+                fwk.nominated_requests_to_add_by_row(state, pod, self._table.index)
+            )
             columns: list[tuple[FilterPlugin, BoolColumn | None]] = []
             for pl, own in self._columns:
                 column = own

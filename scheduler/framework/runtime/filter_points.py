@@ -14,6 +14,7 @@ import structlog
 from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.nominations import NO_NOMINATIONS, Nominations, counting_against
+from scheduler.framework.pod_requests import PodRequestColumns
 from scheduler.framework.runtime.base import FrameworkBase
 from scheduler.framework.runtime.calls import (
     FILTER,
@@ -151,6 +152,12 @@ class FilterPoints(FrameworkBase):
         """nominated_pods_to_add_by_node keyed by each node's row in `index` (read-only)."""
         return self._cycle_nominations(state, pod).by_row(index)
 
+    def nominated_requests_to_add_by_row(
+        self, state: CycleState, pod: Pod, index: Mapping[str, int]
+    ) -> PodRequestColumns:
+        """The pods of nominated_pods_to_add_by_row as request columns on their rows."""
+        return self._cycle_nominations(state, pod).requests_by_row(index)
+
     def _cycle_nominations(self, state: CycleState, pod: Pod) -> _CycleNominations:
         """One read of the nominations per cycle: the Filter pass and the preemption dry run
         after it share it (kept in `state`, which its clones share), as the nominations stood
@@ -167,6 +174,7 @@ class FilterPoints(FrameworkBase):
         """This cycle's Filter in counting form when it applies (`CountingFilter`)."""
         return CountingFilter.for_cycle(
             self.filter_plugins,
+            self.filter_forms,
             self._pre_filter_extensions,
             functools.partial(self.nominated_pods_to_add_by_node, state),
             state,
@@ -271,3 +279,6 @@ class _CycleNominations:
         if self._by_row is None or self._by_row[0] is not index:
             self._by_row = (index, self.nominations.rows_counting_against(self.pod, index))
         return self._by_row[1]
+
+    def requests_by_row(self, index: Mapping[str, int]) -> PodRequestColumns:
+        return self.nominations.requests_counting_against(self.pod, index)
