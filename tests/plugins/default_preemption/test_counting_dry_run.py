@@ -7,19 +7,22 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Iterator
+from typing import cast
 
 import numpy as np
 import pytest
 
 from scheduler import metrics
 from scheduler.api.objects import Pod
+from scheduler.api.resources import Resource
 from scheduler.backend.queue.nominator import Nominator
 from scheduler.config.load import load_config
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import FilterPlugin
 from scheduler.framework.nominations import Nominations
 from scheduler.framework.runtime import FilterPass
-from scheduler.framework.runtime.counting_filter import CountingFilter
+from scheduler.framework.runtime.counting_filter import CountingFilter, filter_form
 from scheduler.framework.status import Status
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import make_node, make_pdb, make_pod
@@ -307,3 +310,40 @@ def test_a_preempting_cycle_reads_the_nominations_once(
     h.schedule_next()
     assert h.queue.nominator.nominated_node_for(preemptor.uid) in {"n1", "n2"}
     assert len(reads) == 1
+
+
+class _ReadsNode:
+    name = "ReadsNode"
+    filter_reads_node_only = True
+
+
+class _Counts:
+    name = "Counts"
+
+    def filter_counts(
+        self, state: CycleState, pod: Pod, allocatable: Resource, requested: Resource, pods: int
+    ) -> Status | None:
+        return None
+
+
+class _Room(_Counts):
+    name = "Room"
+
+    def fit_request(self, state: CycleState, pod: Pod) -> Resource:
+        return Resource()
+
+
+class _Other:
+    name = "Other"
+
+
+def test_each_filter_plugins_form_is_worked_out_once_per_profile(h: Harness) -> None:
+    """filter_form sorts plugins as the Protocols do; the framework keeps one per Filter
+    plugin of its profile (in-tree NodeResourcesFit is a room rule)."""
+    assert filter_form(cast(FilterPlugin, _ReadsNode())) == "node"
+    assert filter_form(cast(FilterPlugin, _Counts())) == "count"
+    assert filter_form(cast(FilterPlugin, _Room())) == "room"
+    assert filter_form(cast(FilterPlugin, _Other())) is None
+    assert set(h.fwk.filter_forms) == {pl.name for pl in h.fwk.filter_plugins}
+    assert h.fwk.filter_forms["NodeResourcesFit"] == "room"
+    assert h.fwk.filter_forms["NodeUnschedulable"] == "node"
