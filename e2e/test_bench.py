@@ -106,6 +106,8 @@ def test_every_supported_workload_binds_every_measured_pod_with_both_schedulers(
         assert classes.keys() >= {"user", "gc_mark_idle", "gc_total", "total"}, classes
         assert 0 <= classes["user"] <= classes["total"], classes
         assert figures["unready_nodes"] == 0, record  # every node still heard from
+        # Both schedulers meet the API server as the same user (RBAC, priority and fairness).
+        assert record["scheduler_user"] == saved["scheduler_user"] == "system:kube-scheduler"
     rendered = table(records)
     assert rendered.count("ratio py/ks") == len(SUPPORTED)
 

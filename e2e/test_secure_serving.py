@@ -60,7 +60,7 @@ def _get(
 def _identity(cluster: ControlPlane | ExternalCluster) -> Path:
     """system:kube-scheduler on the local control plane; the suite's kubeconfig elsewhere."""
     if isinstance(cluster, ControlPlane):
-        scheduler = cluster.workdir / "config" / "kube-scheduler.kubeconfig"
+        scheduler = cluster.scheduler_kubeconfig
         assert scheduler.exists(), scheduler
         return scheduler
     return Path(cluster.kubeconfig)

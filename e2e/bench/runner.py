@@ -38,7 +38,12 @@ from e2e.bench.measure import (
 from e2e.bench.pacing import Pacing, create_paced
 from e2e.bench.pinning import Pinned, capacity_cpus, format_cpus, thread_cpus
 from e2e.bench.rest import CreateError, RestClient
-from e2e.bench.schedulers import KUBE_PYSCHED, running_scheduler, scheduler_config
+from e2e.bench.schedulers import (
+    KUBE_PYSCHED,
+    authenticated_user,
+    running_scheduler,
+    scheduler_config,
+)
 from e2e.bench.scraped import (
     api_request_counts,
     api_request_figures,
@@ -212,6 +217,8 @@ class Run:
         self.csi_nodes: list[str] = []
         self.profile_path: Path | None = None
         self.scheduler_log: Path | None = None
+        #: The credentials the scheduler ran with (its user is recorded after the run).
+        self.scheduler_kubeconfig: Path | None = None
         self.watch_errors: list[str] = []
         self.cleanup_error: str | None = None
         self.phases: dict[str, float] = {}
@@ -290,6 +297,7 @@ class Run:
                     )
                 )
             self.scheduler_log = sched.log_path
+            self.scheduler_kubeconfig = sched.kubeconfig
             with self._phase("warm_up"):
                 self._warm_up()
             with self._phase("measure"):
@@ -341,6 +349,7 @@ class Run:
                         )
                     )
                 self.scheduler_log = sched.log_path
+                self.scheduler_kubeconfig = sched.kubeconfig
                 with self._phase("measure"):
                     pids = self._pids(sched.pid)
                     first_bound.wait(self.deadline)
@@ -867,6 +876,12 @@ def record_run(run: Run, record: dict[str, Any]) -> dict[str, Any]:
         return record
     record["run_id"] = run.run_id
     record["scheduler_log"] = str(run.scheduler_log)
+    if run.scheduler_kubeconfig is not None:
+        # Asked after the window, so the review is not among the measured requests.
+        try:
+            record["scheduler_user"] = authenticated_user(run.scheduler_kubeconfig)
+        except (ApiException, HTTPError, OSError) as err:
+            print(f"warning: could not ask who the scheduler ran as: {err}", file=sys.stderr)
     if run.watch_errors:
         record["watch_errors"] = run.watch_errors
     if run.profile_path is not None:

@@ -2,7 +2,11 @@
 
 Both get the same KubeSchedulerConfiguration: kube-scheduler's default profile under the
 schedulerName `bench-scheduler`, minus the default plugins kube-pysched does not provide yet
-(so both run the same plugins), leader election off and scheduler_perf's client limits.
+(so both run the same plugins), leader election off and scheduler_perf's client limits. Both
+run as system:kube-scheduler (the control plane's kube-scheduler kubeconfig), so the API server
+authorises them alike and queues them in the same priority level (until session 36 kube-pysched
+ran with the admin kubeconfig: system:masters, which RBAC does not evaluate and priority and
+fairness exempts).
 A workload that needs a missing plugin runs with kube-scheduler only (that plugin enabled) and
 is reported "not supported yet" for kube-pysched.
 """
@@ -16,6 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
 from e2e.bench.profiling import PySpy
 from e2e.bench.workload import SCHEDULER_NAME, Workload
@@ -67,10 +74,21 @@ def scheduler_config(workload: Workload) -> dict[str, Any]:
     }
 
 
+def authenticated_user(kubeconfig: Path) -> str:
+    """The user the API server takes these credentials for (a SelfSubjectReview)."""
+    api = k8s_config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        review = k8s.AuthenticationV1Api(api).create_self_subject_review(k8s.V1SelfSubjectReview())
+        return str(review.status.user_info.username)
+    finally:
+        api.close()
+
+
 @dataclass
 class RunningScheduler:
     pid: int
     log_path: Path | None
+    kubeconfig: Path  # the credentials it runs with
     profile_path: Path | None = None
     metrics: Callable[[], str] | None = None  # the scheduler's /metrics text
 
@@ -117,6 +135,7 @@ def running_scheduler(
             yield RunningScheduler(
                 handle.pid,
                 kept,
+                cp.scheduler_kubeconfig,
                 metrics=functools.partial(get_text, handle.metrics_url, tls_context(cp.ca_cert)),
             )
         finally:
@@ -127,7 +146,7 @@ def running_scheduler(
     if which != KUBE_PYSCHED:
         raise ValueError(f"unknown scheduler {which!r}")
     sched = Pysched(
-        cp.kubeconfig,
+        cp.scheduler_kubeconfig,
         config,
         workdir=logs,
         name=f"kube-pysched-{run_id}",
@@ -135,7 +154,9 @@ def running_scheduler(
         extra_args=[*feature_gate_flags(feature_gates or {}), *verbose],
     ).start()
     assert sched.process is not None
-    running = RunningScheduler(sched.process.pid, sched.log_path, metrics=sched.metrics)
+    running = RunningScheduler(
+        sched.process.pid, sched.log_path, sched.kubeconfig, metrics=sched.metrics
+    )
     spy = PySpy(sched.process.pid, profile_stem).start() if profile_stem else None
     try:
         yield running

@@ -157,6 +157,13 @@ class ControlPlane:
         return self.workdir / "kubeconfig"
 
     @property
+    def scheduler_kubeconfig(self) -> Path:
+        """kube-scheduler's kubeconfig (user system:kube-scheduler): what the control plane's
+        schedulers run as, for another scheduler that should meet the API server as they do
+        (RBAC, priority and fairness)."""
+        return self._config_dir / "kube-scheduler.kubeconfig"
+
+    @property
     def server(self) -> str:
         return f"https://{LOOPBACK}:{self._ports['apiserver']}"
 
@@ -266,7 +273,7 @@ class ControlPlane:
             raise ValueError(f"a process named {name!r} already exists")
         doc = _load_scheduler_config(config)
         doc.setdefault("clientConnection", {}).setdefault(
-            "kubeconfig", str(self._config_dir / "kube-scheduler.kubeconfig")
+            "kubeconfig", str(self.scheduler_kubeconfig)
         )
         doc.setdefault("leaderElection", {}).setdefault("leaderElect", False)
         config_path = self._config_dir / f"{name}.yaml"
@@ -429,9 +436,7 @@ class ControlPlane:
                     {
                         "apiVersion": "kubescheduler.config.k8s.io/v1",
                         "kind": "KubeSchedulerConfiguration",
-                        "clientConnection": {
-                            "kubeconfig": str(self._config_dir / "kube-scheduler.kubeconfig")
-                        },
+                        "clientConnection": {"kubeconfig": str(self.scheduler_kubeconfig)},
                         "leaderElection": {"leaderElect": False},
                     },
                     sort_keys=False,
@@ -619,7 +624,7 @@ class ControlPlane:
     def _scheduler_argv(
         self, config: Path, port: int, pki: Pki, extra_args: Sequence[str]
     ) -> list[str]:
-        kubeconfig = self._config_dir / "kube-scheduler.kubeconfig"
+        kubeconfig = self.scheduler_kubeconfig
         return [
             self._bin("kube-scheduler"),
             f"--config={config}",
