@@ -194,12 +194,13 @@ def go_cpu_classes(text: str) -> dict[str, float]:
     `gc_pause`, `gc_total`, `idle`, `scavenge_*`, `total`), in seconds. The runtime estimates
     them from GOMAXPROCS and its own accounting (`total` is GOMAXPROCS x wall time, `idle` the
     part no goroutine used) and updates them only at the end of each GC cycle."""
+    # As api_request_counts: only these lines of the megabytes go to the parser.
+    lines = "\n".join(line for line in text.splitlines() if line.startswith(GO_CPU_CLASSES))
     out: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line.startswith(GO_CPU_CLASSES):
-            continue
-        name, _, value = line.partition(" ")
-        out[name[len(GO_CPU_CLASSES) :].removesuffix("_cpu_seconds_total")] = float(value)
+    for family in text_string_to_metric_families(lines + "\n"):
+        for sample in family.samples:
+            name = sample.name[len(GO_CPU_CLASSES) :].removesuffix("_cpu_seconds_total")
+            out[name] = sample.value
     return out
 
 
