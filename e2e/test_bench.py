@@ -45,7 +45,7 @@ from e2e.bench.measure import (
 )
 from e2e.bench.pinning import capacity_cpus, thread_cpus
 from e2e.bench.report import COLUMNS, markdown_cpu_table, one_line, table
-from e2e.bench.runner import WARMUP
+from e2e.bench.runner import WARMUP, bench_control_plane
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
     KUBE_SCHEDULER,
@@ -106,6 +106,8 @@ def test_every_supported_workload_binds_every_measured_pod_with_both_schedulers(
         assert classes.keys() >= {"user", "gc_mark_idle", "gc_total", "total"}, classes
         assert 0 <= classes["user"] <= classes["total"], classes
         assert figures["unready_nodes"] == 0, record  # every node still heard from
+        # On a control plane it was given, a run deletes its objects for the next one.
+        assert record["control_plane"] == "shared" and "cleanup" in record["phases_seconds"]
         # Both schedulers meet the API server as the same user (RBAC, priority and fairness).
         assert record["scheduler_user"] == saved["scheduler_user"] == "system:kube-scheduler"
     rendered = table(records)
@@ -136,6 +138,37 @@ def test_unsupported_workloads_run_with_kube_scheduler_and_are_reported_for_kube
         figures = record["figures"]
         assert figures["bound_pods"] == figures["measured_pods"] > 0, record
     assert table(records).count("not supported yet") == len(UNSUPPORTED)
+
+
+def test_without_a_control_plane_each_run_has_one_of_its_own_and_stops_it(
+    tmp_path: Path,
+) -> None:
+    """The command line's way: every scheduler meets a fresh API server and etcd, nothing of a
+    run is left running after it, and no run spends time deleting its objects."""
+    planes: list[ControlPlane] = []
+
+    def new_control_plane() -> ControlPlane:
+        planes.append(bench_control_plane())
+        return planes[-1]
+
+    records = run_workloads(
+        ["SchedulingBasic"],
+        "small",
+        [KUBE_SCHEDULER, KUBE_PYSCHED],
+        results_dir=tmp_path,
+        deadline=120,
+        new_control_plane=new_control_plane,
+    )
+
+    assert len(planes) == 2 and planes[0].workdir != planes[1].workdir
+    for cp in planes:
+        assert cp.processes and not any(p.alive() for p in cp.processes.values())
+    for record in records:
+        assert record["control_plane"] == "own", record
+        figures = record["figures"]
+        assert figures["bound_pods"] == figures["measured_pods"] > 0, record
+        assert "cleanup" not in record["phases_seconds"] and "cleanup_failed" not in record
+        assert record["scheduler_user"] == "system:kube-scheduler"
 
 
 def test_backlog_mode_drains_pods_created_before_the_scheduler_started(

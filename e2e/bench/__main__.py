@@ -5,11 +5,12 @@
     python -m e2e.bench --workload SchedulingBasic,MixedChurn --size 1000 --repeat 3
     python -m e2e.bench --workload SchedulingGangs --size 1000   # issue 17's gang benchmark
 
-Each workload runs once per scheduler (kube-scheduler first), one scheduler at a time, on one
-local control plane with fresh nodes and namespaces; `--repeat N` runs every pair N times and
-the report adds each ratio's median over the pairs. A gang workload runs alone, on a control
-plane of its own, once per gang variant (e2e/bench/gangs.py). Figures come from a pod watch and
-/proc. A table goes to the terminal and one JSON per run to bench-results/ (see docs/benchmarks.md).
+Each workload runs once per scheduler (kube-scheduler first), one scheduler at a time, each run
+on a local control plane of its own (started for it, stopped after it); `--repeat N` runs every
+pair N times and the report adds each ratio's median over the pairs. A gang workload runs alone,
+on a control plane of its own, once per gang variant (e2e/bench/gangs.py). Figures come from a
+pod watch and /proc. A table goes to the terminal and one JSON per run to bench-results/ (see
+docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,56 +69,57 @@ def run_workloads(
     apiserver_profile: bool = False,
     repeat: int = 1,
     pending_pods: bool = False,
+    new_control_plane: Callable[[], ControlPlane] = bench_control_plane,
 ) -> list[dict[str, Any]]:
     """Runs every (workload, scheduler) pair in order, `repeat` rounds of them (a round runs
     every workload once, so a run cut short still has each workload); one record per pair,
-    also as JSON. With more than one round each record names its round (`repeat`)."""
+    also as JSON. With more than one round each record names its round (`repeat`).
+
+    Without `control_plane` each run has a control plane of its own (`new_control_plane()`),
+    started for it and stopped after it: every scheduler meets a fresh API server and etcd,
+    whatever ran before, and no run waits for the deletion of its objects (at 5000 nodes
+    that took as long as the setup). With one, every run uses it and deletes its objects."""
     workloads = load_workloads()
     results_dir.mkdir(parents=True, exist_ok=True)
-    cp = control_plane or bench_control_plane().start()
     records: list[dict[str, Any]] = []
     machine = machine_facts()
     leftover: str | None = None
     rounds = [(r, name) for r in range(1, repeat + 1) for name in names]
-    try:
-        for round_no, name in rounds:
-            workload = workloads[name]
-            for which in schedulers:
-                load_before = _load_average()
-                if leftover is None:
-                    record = _run_one(
-                        workload,
-                        size_name,
-                        which,
-                        cp,
-                        results_dir,
-                        profile,
-                        deadline,
-                        backlog,
-                        capacity=capacity,
-                        create_qps=create_qps,
-                        verbosity=verbosity,
-                        apiserver_profile=apiserver_profile,
-                        pending_pods=pending_pods,
-                    )
-                    leftover = record.get("cleanup_failed")
-                else:
-                    # Its scheduler would see the earlier run's pods and nodes: not comparable.
-                    record = _not_run(workload, size_name, which, leftover)
-                if repeat > 1:
-                    record["repeat"] = round_no
-                    record["repeats"] = repeat
-                record["machine"] = machine
-                # Other users of the machine show here: the figures are only worth comparing
-                # when both stayed low (the invocation's start is also in machine).
-                record["load_average"] = {"before": load_before, "after": _load_average()}
-                record["command"] = command
-                record["json"] = str(write_record(record, results_dir))
-                records.append(record)
-                print(one_line(record), flush=True)
-    finally:
-        if control_plane is None:
-            cp.stop()
+    for round_no, name in rounds:
+        workload = workloads[name]
+        for which in schedulers:
+            load_before = _load_average()
+            if leftover is None:
+                record = _run_one(
+                    workload,
+                    size_name,
+                    which,
+                    control_plane or new_control_plane,
+                    results_dir,
+                    profile,
+                    deadline,
+                    backlog,
+                    capacity=capacity,
+                    create_qps=create_qps,
+                    verbosity=verbosity,
+                    apiserver_profile=apiserver_profile,
+                    pending_pods=pending_pods,
+                )
+                leftover = record.get("cleanup_failed")
+            else:
+                # Its scheduler would see the earlier run's pods and nodes: not comparable.
+                record = _not_run(workload, size_name, which, leftover)
+            if repeat > 1:
+                record["repeat"] = round_no
+                record["repeats"] = repeat
+            record["machine"] = machine
+            # Other users of the machine show here: the figures are only worth comparing
+            # when both stayed low (the invocation's start is also in machine).
+            record["load_average"] = {"before": load_before, "after": _load_average()}
+            record["command"] = command
+            record["json"] = str(write_record(record, results_dir))
+            records.append(record)
+            print(one_line(record), flush=True)
     return records
 
 
@@ -124,7 +127,7 @@ def _run_one(
     workload: Workload,
     size_name: str,
     which: str,
-    cp: ControlPlane,
+    control_plane: ControlPlane | Callable[[], ControlPlane],
     results_dir: Path,
     profile: bool,
     deadline: float,
@@ -150,22 +153,39 @@ def _run_one(
     if reason is not None and which == KUBE_PYSCHED:
         record["skipped"] = reason
         return record
-    run = Run(
-        cp,
-        workload,
-        size,
-        which,
-        workdir=results_dir,
-        deadline=deadline,
-        profile=profile and which == KUBE_PYSCHED,
-        backlog=backlog,
-        capacity=capacity,
-        create_qps=create_qps,
-        verbosity=verbosity,
-        apiserver_profile=apiserver_profile,
-        pending_pods=pending_pods,
-    )
-    return record_run(run, record)
+
+    def run_on(cp: ControlPlane, *, cleanup: bool) -> dict[str, Any]:
+        run = Run(
+            cp,
+            workload,
+            size,
+            which,
+            workdir=results_dir,
+            deadline=deadline,
+            profile=profile and which == KUBE_PYSCHED,
+            backlog=backlog,
+            capacity=capacity,
+            create_qps=create_qps,
+            verbosity=verbosity,
+            apiserver_profile=apiserver_profile,
+            pending_pods=pending_pods,
+            cleanup=cleanup,
+        )
+        return record_run(run, record)
+
+    if isinstance(control_plane, ControlPlane):
+        record["control_plane"] = "shared"
+        return run_on(control_plane, cleanup=True)
+    record["control_plane"] = "own"
+    try:
+        cp = control_plane().start()
+    except Exception as err:  # one broken run must not lose the runs after it
+        record["failed"] = f"control plane did not start: {type(err).__name__}: {err}"
+        return record
+    try:
+        return run_on(cp, cleanup=False)
+    finally:
+        cp.stop()
 
 
 def _not_run(workload: Workload, size_name: str, which: str, leftover: str) -> dict[str, Any]:
@@ -304,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     every = (*SCHEDULERS, SCHEDULER_PLUGINS) if gang else SCHEDULERS
     schedulers = list(every) if args.scheduler == "both" else [args.scheduler]
     # Ctrl-C and SIGTERM (also when started in the background) unwind through the cleanup:
-    # the run's objects are deleted and the control plane is stopped.
+    # the running run's control plane is stopped.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     build()

@@ -188,8 +188,12 @@ class Run:
         verbosity: int | None = None,
         apiserver_profile: bool = False,
         pending_pods: bool = False,
+        cleanup: bool = True,
     ) -> None:
         self.cp = cp
+        #: Whether the run deletes its objects at the end: not when its control plane is its own
+        #: and is stopped after it (nothing of the run outlives it then).
+        self.cleans_up = cleanup
         #: kwok plays no stage for the pods the scheduler binds in the window (see create_pod).
         self.pending_pods = pending_pods
         self.apiserver_profile = apiserver_profile
@@ -252,11 +256,12 @@ class Run:
         try:
             return self._execute()
         finally:
-            with self._phase("cleanup"):
-                try:
-                    self.cleanup()
-                except Exception as err:  # must not hide the run's own outcome
-                    self.cleanup_error = f"{type(err).__name__}: {err}"
+            if self.cleans_up:
+                with self._phase("cleanup"):
+                    try:
+                        self.cleanup()
+                    except Exception as err:  # must not hide the run's own outcome
+                        self.cleanup_error = f"{type(err).__name__}: {err}"
             self.rest.close()
             for client in self._clients:
                 client.close()
