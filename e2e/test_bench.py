@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -40,8 +42,11 @@ from e2e.bench.measure import (
     PodWatcher,
     cpu_breakdown,
     cpu_snapshot,
+    process_usage,
+    runqueue_waits,
     summarize,
     throughput_samples,
+    waited_between,
 )
 from e2e.bench.pinning import capacity_cpus, thread_cpus
 from e2e.bench.report import COLUMNS, markdown_cpu_table, one_line, table
@@ -100,6 +105,12 @@ def test_every_supported_workload_binds_every_measured_pod_with_both_schedulers(
         assert not any(name.startswith("bench-ks-") for name in used)  # counted once, by role
         # The API server's requests in the window: at least one binding per measured pod.
         assert figures["api_requests"].get("POST pods/binding", 0) >= wanted, record
+        # ... how long it took over them (a binding is served in well under a minute) ...
+        assert 0 < figures["api_request_ms"]["POST pods/binding"] < 60_000, record
+        # ... and how long each process waited for a CPU (a thread's wait never shrinks).
+        waited = figures["runqueue_wait_seconds_by_process"]
+        assert waited.keys() >= {"kube-apiserver", record["scheduler"]}, waited
+        assert all(seconds >= 0 for seconds in waited.values()), waited
         # ... and its Go runtime's CPU by class over the window (the real /metrics has them;
         # the runtime updates them at each GC's end, so a short window may hold no change).
         classes = figures["apiserver_go_cpu_seconds"]
@@ -222,18 +233,42 @@ def test_throughput_samples_follow_scheduler_perf_ticks() -> None:
 
 
 def test_cpu_breakdown_names_who_used_the_machine_over_the_window() -> None:
-    before = CpuSnapshot(at=100.0, machine_busy_seconds=50.0, by_process={"a": 10.0, "b": 1.0})
-    after = CpuSnapshot(at=104.0, machine_busy_seconds=57.0, by_process={"a": 14.0, "c": 9.0})
+    # a's thread 1 waited 0.5 s more, its thread 2 exited (left out), thread 3 started (1 s).
+    waits_before = {"a": {"1": 2.0, "2": 9.0}, "b": {"7": 0.5}}
+    waits_after = {"a": {"1": 2.5, "3": 1.0}, "c": {"8": 1.0}}
+    before = CpuSnapshot(100.0, 50.0, {"a": 10.0, "b": 1.0}, waits_before)
+    after = CpuSnapshot(104.0, 57.0, {"a": 14.0, "c": 9.0}, waits_after)
     assert cpu_breakdown(before, after) == {
         "window_seconds": 4.0,
         "machine_busy_cores": 1.75,
         "cpu_seconds_by_process": {"a": 4.0, "other": 3.0},  # b exited, c started mid-window
+        "runqueue_wait_seconds_by_process": {"a": 1.5},
     }
 
 
 def test_cpu_snapshot_reads_this_process_and_skips_one_that_is_gone() -> None:
     snap = cpu_snapshot({"me": os.getpid(), "gone": 2**22 + 1})
     assert set(snap.by_process) == {"me"} and snap.machine_busy_seconds > 0
+    assert set(snap.waiting_by_process) == {"me"}
+
+
+def test_runqueue_wait_grows_while_two_processes_share_one_cpu() -> None:
+    # Two busy processes pinned to the same CPU: each waits for it while the other runs.
+    cpu = min(os.sched_getaffinity(0))
+    spin = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    try:
+        before = runqueue_waits(spinners[0].pid)
+        wait_for(
+            lambda: process_usage(spinners[0].pid).cpu_seconds >= 0.3,
+            timeout=30,
+            what="the first spinner's 0.3 s of CPU",
+        )
+        assert waited_between(before, runqueue_waits(spinners[0].pid)) > 0.1
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
 
 
 def test_cpu_table_lists_runs_that_recorded_the_breakdown() -> None:

@@ -5,11 +5,15 @@ from e2e.bench.report import (
     api_request_cells,
     markdown_api_table,
     markdown_go_cpu_table,
+    markdown_latency_table,
+    markdown_runqueue_table,
     markdown_table,
 )
 from e2e.bench.scraped import (
     api_request_counts,
+    api_request_durations,
     api_request_figures,
+    api_request_latency_figures,
     gc_figures,
     gc_pauses,
     go_cpu_class_figures,
@@ -234,3 +238,59 @@ def test_events_kube_pysched_dropped_in_the_window_are_counted_and_noted() -> No
     plain = scrape(lambda: generate_latest(registry).decode(), pauses=False)
     assert "events_dropped" not in scraped_figures(plain, plain)
     assert notes({"figures": {"events_dropped": 0}}) == []
+
+
+def _api_durations() -> tuple[CollectorRegistry, Histogram]:
+    """The API server's request duration histogram, with its labels, in a registry of its own."""
+    registry = CollectorRegistry()
+    hist = Histogram(
+        "apiserver_request_duration_seconds",
+        "Response latency",
+        ["verb", "group", "resource", "subresource", "scope", "component", "version"],
+        registry=registry,
+    )
+    return registry, hist
+
+
+def test_api_request_latency_is_the_mean_over_the_window_by_kind() -> None:
+    registry, hist = _api_durations()
+    lease = hist.labels("PUT", "coordination.k8s.io", "leases", "", "resource", "apiserver", "v1")
+    namespaced = hist.labels("POST", "", "pods", "binding", "resource", "apiserver", "v1")
+    cluster = hist.labels("POST", "", "pods", "binding", "cluster", "apiserver", "v1")
+    watch = hist.labels("WATCH", "", "pods", "", "namespace", "apiserver", "v1")
+    lease.observe(5.0)  # before the window: left out of its mean
+    namespaced.observe(1.0)
+    watch.observe(300.0)
+    before = api_request_durations(generate_latest(registry).decode())
+    for seconds in (0.2, 0.4):
+        lease.observe(seconds)
+    namespaced.observe(0.01)
+    cluster.observe(0.03)  # the same kind in another scope: one mean over both
+    watch.observe(600.0)
+    after = api_request_durations(generate_latest(registry).decode())
+    assert before["PUT coordination.k8s.io/leases"] == (1.0, 5.0)
+    assert api_request_latency_figures(before, after) == {
+        "POST pods/binding": 20.0,
+        "PUT coordination.k8s.io/leases": 300.0,
+    }  # a watch's duration is its lifetime: no WATCH kind
+
+
+def test_the_latency_and_runqueue_tables_show_the_recorded_runs() -> None:
+    record = {
+        "workload": "W",
+        "size": "1000",
+        "scheduler": "kube-pysched",
+        "figures": {
+            "api_request_ms": {"POST pods/binding": 2.5, "PUT coordination.k8s.io/leases": 40.0},
+            "runqueue_wait_seconds_by_process": {"kube-pysched": 3.0, "kwok": 12.5},
+            "window_seconds": 60.0,
+        },
+    }
+    assert markdown_latency_table([record]).splitlines()[-1] == (
+        "| W | 1000 | kube-pysched | live |  | 2.5 |  |  |  | 40.0 | 60.0 |"
+    )
+    assert markdown_runqueue_table([record]).splitlines()[-1] == (
+        "| W | 1000 | kube-pysched | live | 3.0 |  |  | 12.5 |  | 60.0 |"
+    )
+    assert markdown_latency_table([{**record, "figures": {}}]) == ""
+    assert markdown_runqueue_table([{**record, "figures": {}}]) == ""

@@ -197,13 +197,34 @@ def process_usage(pid: int) -> ProcessUsage:
     return ProcessUsage(cpu, peak)
 
 
+def runqueue_waits(pid: int) -> dict[str, float]:
+    """Seconds each of the process's threads has spent runnable but waiting for a CPU so far,
+    by thread id (the second field of /proc/PID/task/TID/schedstat)."""
+    out: dict[str, float] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                out[tid] = int(f.read().split()[1]) / 1e9
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the thread exited between the listing and the read
+    return out
+
+
+def waited_between(before: Mapping[str, float], after: Mapping[str, float]) -> float:
+    """Seconds a process's threads waited for a CPU between two runqueue_waits readings: a
+    thread started in between counts from zero, one that exited takes its part with it."""
+    return sum(seconds - before.get(tid, 0.0) for tid, seconds in after.items())
+
+
 @dataclass(frozen=True)
 class CpuSnapshot:
-    """CPU seconds used so far by the whole machine and by named processes, at one moment."""
+    """CPU seconds used so far by the whole machine and by named processes, and the seconds
+    those processes waited for a CPU, at one moment."""
 
     at: float
     machine_busy_seconds: float
     by_process: dict[str, float]
+    waiting_by_process: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
@@ -213,19 +234,24 @@ def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
     idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
     busy = (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
     by_process: dict[str, float] = {}
+    waiting: dict[str, dict[str, float]] = {}
     for name, pid in pids.items():
         try:
             by_process[name] = process_usage(pid).cpu_seconds
+            waiting[name] = runqueue_waits(pid)
         except (FileNotFoundError, ProcessLookupError):
             continue
-    return CpuSnapshot(time.monotonic(), busy, by_process)
+    return CpuSnapshot(time.monotonic(), busy, by_process, waiting)
 
 
 def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
     """Who used the machine's CPUs over a window: to read what bounds throughput.
 
     `machine_busy_cores` near the core count means the machine itself is the limit;
-    `cpu_seconds_by_process` says which process took it (`other` is everything unnamed).
+    `cpu_seconds_by_process` says which process took it (`other` is everything unnamed);
+    `runqueue_wait_seconds_by_process` how long each one's threads waited for a CPU (added
+    over threads, so it can exceed the window; a thread that exited in the window is left
+    out), which says whether a process did less because it was starved of CPU.
     """
     wall = after.at - before.at
     used = {
@@ -235,10 +261,16 @@ def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
     }
     busy = after.machine_busy_seconds - before.machine_busy_seconds
     used["other"] = round(max(0.0, busy - sum(used.values())), 2)
+    waited = {
+        name: round(waited_between(before.waiting_by_process[name], threads), 2)
+        for name, threads in after.waiting_by_process.items()
+        if name in before.waiting_by_process
+    }
     return {
         "window_seconds": round(wall, 2),
         "machine_busy_cores": round(busy / wall, 2) if wall > 0 else 0.0,
         "cpu_seconds_by_process": used,
+        "runqueue_wait_seconds_by_process": waited,
     }
 
 

@@ -440,18 +440,17 @@ def _window_table(
     titles: Sequence[str],
     cells_of: Callable[[dict[str, Any]], list[Any] | None],
 ) -> str:
-    """One row per run whose figures `cells_of` finds cells in (None: not recorded, no row),
+    """One row per run whose record `cells_of` finds cells in (None: not recorded, no row),
     then the window's length; "" when no run has any."""
     lines = [
         "| workload | size | scheduler | mode | " + " | ".join(titles) + " | window s |",
         "| --- | --- | --- | --- | " + " | ".join("---:" for _ in range(len(titles) + 1)) + " |",
     ]
     for r in records:
-        figures = r.get("figures", {})
-        cells = cells_of(figures)
+        cells = cells_of(r)
         if cells is None:
             continue
-        cells = [*cells, figures.get("window_seconds", "")]
+        cells = [*cells, r.get("figures", {}).get("window_seconds", "")]
         head = f"| {workload_label(r)} | {r['size']} | {r['scheduler']} | {run_mode(r)} |"
         lines.append(f"{head} {' | '.join(str(c) for c in cells)} |")
     return "\n".join(lines) if len(lines) > 2 else ""
@@ -461,11 +460,51 @@ def markdown_api_table(records: Sequence[dict[str, Any]]) -> str:
     """What the API server served while each run measured, from every client (runs that
     recorded it: live runs since session 27)."""
 
-    def cells(figures: dict[str, Any]) -> list[Any] | None:
-        requests = figures.get("api_requests")
+    def cells(r: dict[str, Any]) -> list[Any] | None:
+        requests = r.get("figures", {}).get("api_requests")
         return None if requests is None else list(api_request_cells(requests))
 
     return _window_table(records, [title for title, _ in API_COLUMNS], cells)
+
+
+#: (column title, the `VERB path` key of a record's `api_request_ms`) for the requests whose
+#: mean serving time the report shows: the bench's and the scheduler's writes and kwok's.
+LATENCY_COLUMNS = (
+    ("pod create", "POST pods"),
+    ("binding", "POST pods/binding"),
+    ("pod status patch", "PATCH pods/status"),
+    ("pod delete", "DELETE pods"),
+    ("event create", "POST events.k8s.io/events"),
+    ("lease update", "PUT coordination.k8s.io/leases"),
+)
+
+
+def markdown_latency_table(records: Sequence[dict[str, Any]]) -> str:
+    """How long the API server took, on average, over each kind of request in each run's window
+    (runs that recorded it: since session 38), in milliseconds; a kind not served is blank."""
+
+    def cells(r: dict[str, Any]) -> list[Any] | None:
+        mean_ms = r.get("figures", {}).get("api_request_ms")
+        return None if mean_ms is None else [mean_ms.get(key, "") for _, key in LATENCY_COLUMNS]
+
+    return _window_table(records, [f"{title} ms" for title, _ in LATENCY_COLUMNS], cells)
+
+
+#: The processes whose wait for a CPU the report shows, beside the scheduler's.
+WAITING = ("kube-apiserver", "etcd", "kwok", "bench harness")
+
+
+def markdown_runqueue_table(records: Sequence[dict[str, Any]]) -> str:
+    """Seconds each process's threads spent runnable but waiting for a CPU in each run's window
+    (added over threads; runs that recorded it: since session 38)."""
+
+    def cells(r: dict[str, Any]) -> list[Any] | None:
+        waited = r.get("figures", {}).get("runqueue_wait_seconds_by_process")
+        if not waited:
+            return None
+        return [waited.get(name, "") for name in (r["scheduler"], *WAITING)]
+
+    return _window_table(records, ["scheduler s", *(f"{name} s" for name in WAITING)], cells)
 
 
 #: The API server's Go CPU classes the report shows (`apiserver_go_cpu_seconds`), in order.
@@ -477,8 +516,8 @@ def markdown_go_cpu_table(records: Sequence[dict[str, Any]]) -> str:
     (runs that recorded them: since session 35). `gc_mark_idle` is mark work done on cores
     nothing else wanted, so it grows when the scheduler leaves a core free."""
 
-    def cells(figures: dict[str, Any]) -> list[Any] | None:
-        classes = figures.get("apiserver_go_cpu_seconds")
+    def cells(r: dict[str, Any]) -> list[Any] | None:
+        classes = r.get("figures", {}).get("apiserver_go_cpu_seconds")
         return [classes.get(c, "") for c in GO_CPU_COLUMNS] if classes else None
 
     return _window_table(records, [f"{c} s" for c in GO_CPU_COLUMNS], cells)
@@ -522,6 +561,14 @@ def main(argv: Sequence[str]) -> int:
     if api:
         print()
         print(api)
+    latency = markdown_latency_table(records)
+    if latency:
+        print()
+        print(latency)
+    waiting = markdown_runqueue_table(gangs + records)
+    if waiting:
+        print()
+        print(waiting)
     go_cpu = markdown_go_cpu_table(records)
     if go_cpu:
         print()

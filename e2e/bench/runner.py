@@ -46,7 +46,9 @@ from e2e.bench.schedulers import (
 )
 from e2e.bench.scraped import (
     api_request_counts,
+    api_request_durations,
     api_request_figures,
+    api_request_latency_figures,
     go_cpu_class_figures,
     go_cpu_classes,
     scrape,
@@ -508,6 +510,9 @@ class Run:
         if api_before is not None and api_after is not None:
             figures["api_requests"] = api_request_figures(
                 api_request_counts(api_before), api_request_counts(api_after)
+            )
+            figures["api_request_ms"] = api_request_latency_figures(
+                api_request_durations(api_before), api_request_durations(api_after)
             )
             classes = go_cpu_class_figures(go_cpu_classes(api_before), go_cpu_classes(api_after))
             if classes:

@@ -10,7 +10,9 @@ API server writes the other scheduler makes.
 
 From the API server's /metrics, for either scheduler: the requests it served in the window by
 verb and resource (every client's, the scheduler's among them), so a difference in the
-control plane's CPU between two runs can be read against what was asked of it; and the Go
+control plane's CPU between two runs can be read against what was asked of it; how long it
+took over each kind on average, so a client that sent fewer requests shows whether they were
+slow to serve or slow to be sent; and the Go
 runtime's estimate of where its CPU went by class (user code, GC mark work by kind: assist,
 dedicated, idle-priority), so CPU it spent only because a core was free shows apart.
 """
@@ -30,6 +32,7 @@ ATTEMPTS = "scheduler_schedule_attempts"
 PREEMPTION_ATTEMPTS = "scheduler_preemption_attempts"
 PREEMPTION_VICTIMS = "scheduler_preemption_victims"
 API_REQUESTS = "apiserver_request_total"
+API_DURATION = "apiserver_request_duration_seconds"
 GO_CPU_CLASSES = "go_cpu_classes_"
 
 #: generation -> (count, sum in seconds, {bucket upper bound: cumulative count})
@@ -159,26 +162,35 @@ def scraped_figures(before: Scrape | None, after: Scrape | None) -> dict[str, An
     return figures
 
 
+def _request_kind(labels: dict[str, str]) -> str:
+    """`VERB [group/]resource[/subresource]` of an API server request series (a non-resource
+    URL such as /metrics keeps its path, which the API server puts in `subresource`)."""
+    group = labels.get("group", "")
+    resource = labels.get("resource", "")
+    subresource = labels.get("subresource", "")
+    if not resource:
+        path = subresource or "(non-resource)"
+    else:
+        path = f"{group}/{resource}" if group else resource
+        path += f"/{subresource}" if subresource else ""
+    return f"{labels.get('verb', '')} {path}"
+
+
+def _series(text: str, prefixes: tuple[str, ...]) -> list[Any]:
+    """The samples of the lines starting with one of `prefixes`: the API server's /metrics
+    runs to megabytes, so only those lines go to the parser."""
+    lines = "\n".join(line for line in text.splitlines() if line.startswith(prefixes))
+    return [s for family in text_string_to_metric_families(lines + "\n") for s in family.samples]
+
+
 def api_request_counts(text: str) -> dict[str, float]:
     """The API server's served requests so far, summed over code, scope, version and component,
     keyed `VERB [group/]resource[/subresource]` (e.g. `POST pods/binding`,
     `PUT coordination.k8s.io/leases`)."""
-    # The API server's /metrics runs to megabytes; parse only this counter's lines.
-    lines = "\n".join(line for line in text.splitlines() if line.startswith(API_REQUESTS + "{"))
     out: dict[str, float] = {}
-    for family in text_string_to_metric_families(lines + "\n"):
-        for sample in family.samples:
-            labels = sample.labels
-            group = labels.get("group", "")
-            resource = labels.get("resource", "")
-            subresource = labels.get("subresource", "")
-            if not resource:  # a non-resource URL (/metrics, /readyz): the label holds its path
-                path = subresource or "(non-resource)"
-            else:
-                path = f"{group}/{resource}" if group else resource
-                path += f"/{subresource}" if subresource else ""
-            key = f"{labels.get('verb', '')} {path}"
-            out[key] = out.get(key, 0.0) + sample.value
+    for sample in _series(text, (API_REQUESTS + "{",)):
+        key = _request_kind(sample.labels)
+        out[key] = out.get(key, 0.0) + sample.value
     return out
 
 
@@ -194,16 +206,50 @@ def go_cpu_classes(text: str) -> dict[str, float]:
     `gc_pause`, `gc_total`, `idle`, `scavenge_*`, `total`), in seconds. The runtime estimates
     them from GOMAXPROCS and its own accounting (`total` is GOMAXPROCS x wall time, `idle` the
     part no goroutine used) and updates them only at the end of each GC cycle."""
-    # As api_request_counts: only these lines of the megabytes go to the parser.
-    lines = "\n".join(line for line in text.splitlines() if line.startswith(GO_CPU_CLASSES))
     out: dict[str, float] = {}
-    for family in text_string_to_metric_families(lines + "\n"):
-        for sample in family.samples:
-            name = sample.name[len(GO_CPU_CLASSES) :].removesuffix("_cpu_seconds_total")
-            out[name] = sample.value
+    for sample in _series(text, (GO_CPU_CLASSES,)):
+        name = sample.name[len(GO_CPU_CLASSES) :].removesuffix("_cpu_seconds_total")
+        out[name] = sample.value
     return out
 
 
 def go_cpu_class_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     """Seconds of each class between two readings (classes in both)."""
     return {key: round(after[key] - before[key], 2) for key in sorted(after) if key in before}
+
+
+#: kind -> (requests timed, seconds they took in all)
+Durations = dict[str, tuple[float, float]]
+
+
+def api_request_durations(text: str) -> Durations:
+    """How long the API server took over its requests so far, by kind as api_request_counts
+    (its `apiserver_request_duration_seconds`: from the request's arrival to the response's
+    end, flow control's queueing included). WATCH and CONNECT are left out: a watch's
+    duration is its lifetime."""
+    prefixes = (f"{API_DURATION}_count{{", f"{API_DURATION}_sum{{")
+    out: Durations = {}
+    for sample in _series(text, prefixes):
+        kind = _request_kind(sample.labels)
+        if kind.startswith(("WATCH ", "CONNECT ")):
+            continue
+        count, total = out.get(kind, (0.0, 0.0))
+        if sample.name.endswith("_count"):
+            count += sample.value
+        else:
+            total += sample.value
+        out[kind] = (count, total)
+    return out
+
+
+def api_request_latency_figures(before: Durations, after: Durations) -> dict[str, float]:
+    """The mean milliseconds the API server took over each kind of request it served between
+    two readings (kinds with no request in between left out): whether a client's requests
+    were slow to serve, or slow to be sent."""
+    out: dict[str, float] = {}
+    for kind in sorted(after):
+        count, total = after[kind]
+        count0, total0 = before.get(kind, (0.0, 0.0))
+        if count > count0:
+            out[kind] = round(1000 * (total - total0) / (count - count0), 2)
+    return out
