@@ -539,19 +539,31 @@ def _assert_every_group_bound(record: dict[str, Any]) -> None:
 
 
 def test_every_gang_variant_binds_every_pod_of_every_group_or_is_reported_unsupported(
-    gang_plane: ControlPlane, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
+    """The command line's way: each variant on a control plane of its own, serving the
+    PodGroup APIs, stopped after it, with no cleanup."""
+    planes: list[ControlPlane] = []
+
+    def new_control_plane() -> ControlPlane:
+        planes.append(gang_control_plane())
+        return planes[-1]
+
     records = run_gang_workload(
         GANGS,
         "small",
         [KUBE_PYSCHED, KUBE_SCHEDULER],
         deadline=120,
         results_dir=tmp_path,
-        control_plane=gang_plane,
+        new_control_plane=new_control_plane,
     )
 
     wanted = [v for v in VARIANTS if v.scheduler != SCHEDULER_PLUGINS]
     assert [r["variant"] for r in records] == [v.name for v in wanted]
+    ran = [r for r in records if "skipped" not in r]
+    assert len(planes) == len(ran) and len({cp.workdir for cp in planes}) == len(ran)
+    for cp in planes:
+        assert cp.processes and not any(p.alive() for p in cp.processes.values())
     for variant, record in zip(wanted, records, strict=True):
         assert record["group_api"] == variant.api
         reason = gang_unsupported_reason(variant)
@@ -560,6 +572,8 @@ def test_every_gang_variant_binds_every_pod_of_every_group_or_is_reported_unsupp
             assert "figures" not in record
             continue
         _assert_every_group_bound(record)
+        assert record["control_plane"] == "own", record
+        assert "cleanup" not in record["phases_seconds"] and "cleanup_failed" not in record
     assert gang_unsupported_reason(wanted[0]) is None  # kube-pysched's Coscheduling runs
 
 
@@ -577,6 +591,7 @@ def test_scheduler_plugins_coscheduling_binds_every_pod_of_every_group(
     )
     assert [r["variant"] for r in records] == [f"{SCHEDULER_PLUGINS}-{COSCHEDULING}"]
     _assert_every_group_bound(records[0])
+    assert records[0]["control_plane"] == "shared" and "cleanup" in records[0]["phases_seconds"]
 
 
 def test_gang_workloads_run_only_when_named_and_draw_the_same_groups_every_time() -> None:

@@ -35,7 +35,7 @@ from e2e.bench.report import (
     table,
     write_record,
 )
-from e2e.bench.runner import Run, bench_control_plane, record_run
+from e2e.bench.runner import ControlPlanes, Run, bench_control_plane, run_on_control_plane
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
     SCHEDULER_PLUGINS,
@@ -127,7 +127,7 @@ def _run_one(
     workload: Workload,
     size_name: str,
     which: str,
-    control_plane: ControlPlane | Callable[[], ControlPlane],
+    control_plane: ControlPlanes,
     results_dir: Path,
     profile: bool,
     deadline: float,
@@ -154,8 +154,8 @@ def _run_one(
         record["skipped"] = reason
         return record
 
-    def run_on(cp: ControlPlane, *, cleanup: bool) -> dict[str, Any]:
-        run = Run(
+    def make_run(cp: ControlPlane, cleanup: bool) -> Run:
+        return Run(
             cp,
             workload,
             size,
@@ -171,21 +171,8 @@ def _run_one(
             pending_pods=pending_pods,
             cleanup=cleanup,
         )
-        return record_run(run, record)
 
-    if isinstance(control_plane, ControlPlane):
-        record["control_plane"] = "shared"
-        return run_on(control_plane, cleanup=True)
-    record["control_plane"] = "own"
-    try:
-        cp = control_plane().start()
-    except Exception as err:  # one broken run must not lose the runs after it
-        record["failed"] = f"control plane did not start: {type(err).__name__}: {err}"
-        return record
-    try:
-        return run_on(cp, cleanup=False)
-    finally:
-        cp.stop()
+    return run_on_control_plane(record, control_plane, make_run)
 
 
 def _not_run(workload: Workload, size_name: str, which: str, leftover: str) -> dict[str, Any]:

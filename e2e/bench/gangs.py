@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from kubernetes import client as k8s
 
 from e2e.bench.measure import PodTimes, percentile
 from e2e.bench.report import gang_line, machine_facts, write_record
-from e2e.bench.runner import Run, bench_control_plane, record_run
+from e2e.bench.runner import Run, bench_control_plane, run_on_control_plane
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
     KUBE_SCHEDULER,
@@ -246,57 +247,84 @@ def run_gang_workload(
     command: str = "",
     create_qps: float | None = None,
     verbosity: int | None = None,
+    new_control_plane: Callable[[], ControlPlane] = gang_control_plane,
 ) -> list[dict[str, Any]]:
     """Runs each variant whose scheduler is in `schedulers`, in VARIANTS order; one record
-    per variant (also as JSON). `control_plane` must serve both PodGroup APIs."""
+    per variant (also as JSON). As run_workloads: without `control_plane` each variant has a
+    control plane of its own (`new_control_plane()`, which must serve both PodGroup APIs),
+    started for it and stopped after it; with one, every variant uses it and deletes its
+    objects for the next."""
     results_dir.mkdir(parents=True, exist_ok=True)
-    cp = control_plane or gang_control_plane().start()
+    if control_plane is not None:
+        _serve_podgroups(control_plane)
     records: list[dict[str, Any]] = []
     machine = machine_facts()
     leftover: str | None = None
-    try:
-        client = cp.api_client()
-        try:
-            apply_crds(client, PODGROUP_CRD)
-            grant_podgroups(client)
-        finally:
-            client.close()
-        for variant in (v for v in VARIANTS if v.scheduler in schedulers):
-            load_before = [round(x, 2) for x in os.getloadavg()]
-            record = _header(workload, size_name, variant)
-            reason = unsupported_reason(variant)
-            if reason is not None:
-                record["skipped"] = reason
-            elif leftover is not None:
-                # Its scheduler would see the earlier run's pods and nodes: not comparable.
-                record["failed"] = f"not run: an earlier run's objects remain ({leftover})"
-            else:
-                run = GangRun(
-                    cp,
-                    workload,
-                    workload.sizes[size_name],
-                    variant.scheduler,
-                    workdir=results_dir,
-                    deadline=deadline,
-                    create_qps=create_qps,
-                    verbosity=verbosity,
-                    variant=variant,
-                )
-                record = record_run(run, record)
-                leftover = record.get("cleanup_failed")
-            record["machine"] = machine
-            record["load_average"] = {
-                "before": load_before,
-                "after": [round(x, 2) for x in os.getloadavg()],
-            }
-            record["command"] = command
-            record["json"] = str(write_record(record, results_dir))
-            records.append(record)
-            print(gang_line(record), flush=True)
-    finally:
-        if control_plane is None:
-            cp.stop()
+    for variant in (v for v in VARIANTS if v.scheduler in schedulers):
+        load_before = [round(x, 2) for x in os.getloadavg()]
+        record = _header(workload, size_name, variant)
+        reason = unsupported_reason(variant)
+        if reason is not None:
+            record["skipped"] = reason
+        elif leftover is not None:
+            # Its scheduler would see the earlier run's pods and nodes: not comparable.
+            record["failed"] = f"not run: an earlier run's objects remain ({leftover})"
+        else:
+            make_run = _gang_run_factory(
+                workload, size_name, variant, results_dir, deadline, create_qps, verbosity
+            )
+            record = run_on_control_plane(
+                record, control_plane or new_control_plane, make_run, _serve_podgroups
+            )
+            leftover = record.get("cleanup_failed")
+        record["machine"] = machine
+        record["load_average"] = {
+            "before": load_before,
+            "after": [round(x, 2) for x in os.getloadavg()],
+        }
+        record["command"] = command
+        record["json"] = str(write_record(record, results_dir))
+        records.append(record)
+        print(gang_line(record), flush=True)
     return records
+
+
+def _serve_podgroups(cp: ControlPlane) -> None:
+    """The alpha PodGroup CRD, and scheduler-plugins' right to read its groups."""
+    client = cp.api_client()
+    try:
+        apply_crds(client, PODGROUP_CRD)
+        grant_podgroups(client)
+    finally:
+        client.close()
+
+
+def _gang_run_factory(
+    workload: Workload,
+    size_name: str,
+    variant: Variant,
+    results_dir: Path,
+    deadline: float,
+    create_qps: float | None,
+    verbosity: int | None,
+) -> Callable[[ControlPlane, bool], Run]:
+    """The variant's GangRun on a given control plane, cleaning up after itself or not."""
+
+    def make_run(cp: ControlPlane, cleanup: bool) -> Run:
+        return GangRun(
+            cp,
+            workload,
+            workload.sizes[size_name],
+            variant.scheduler,
+            workdir=results_dir,
+            deadline=deadline,
+            create_qps=create_qps,
+            verbosity=verbosity,
+            variant=variant,
+            cleanup=cleanup,
+        )
+
+    return make_run
 
 
 def _header(workload: Workload, size_name: str, variant: Variant) -> dict[str, Any]:

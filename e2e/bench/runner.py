@@ -911,3 +911,35 @@ def _node_ready(node: dict[str, Any]) -> bool:
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
     taints = node.get("spec", {}).get("taints") or []
     return ready and not any(t.get("key", "").startswith("node.kubernetes.io/") for t in taints)
+
+
+#: A control plane handed to every run, or a factory that starts none yet (one per run).
+ControlPlanes = ControlPlane | Callable[[], ControlPlane]
+
+
+def run_on_control_plane(
+    record: dict[str, Any],
+    control_plane: ControlPlanes,
+    make_run: Callable[[ControlPlane, bool], Run],
+    prepare: Callable[[ControlPlane], None] | None = None,
+) -> dict[str, Any]:
+    """Executes the run `make_run(cp, cleanup)` gives and completes `record` (record_run). A
+    shared control plane is used as it is, and the run deletes its objects for the next one;
+    from a factory the run gets a control plane of its own, `prepare`d, started for it and
+    stopped after it, with no cleanup. A control plane that does not start is this run's
+    failure, not the invocation's."""
+    if isinstance(control_plane, ControlPlane):
+        record["control_plane"] = "shared"
+        return record_run(make_run(control_plane, True), record)
+    record["control_plane"] = "own"
+    try:
+        cp = control_plane().start()
+    except Exception as err:  # one broken run must not lose the runs after it
+        record["failed"] = f"control plane did not start: {type(err).__name__}: {err}"
+        return record
+    try:
+        if prepare is not None:
+            prepare(cp)
+        return record_run(make_run(cp, False), record)
+    finally:
+        cp.stop()
