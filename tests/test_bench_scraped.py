@@ -282,13 +282,14 @@ def test_the_latency_and_runqueue_tables_show_the_recorded_runs() -> None:
         "scheduler": "kube-pysched",
         "figures": {
             "api_request_ms": {"POST pods/binding": 2.5, "PUT coordination.k8s.io/leases": 40.0},
+            "api_requests": {"POST pods/binding": 2400, "PUT coordination.k8s.io/leases": 3000},
             "runqueue_wait_seconds_by_process": {"kube-pysched": 3.0, "kwok": 12.5},
             "window_seconds": 60.0,
         },
     }
     assert markdown_latency_table([record]).splitlines()[-1] == (
-        "| W | 1000 | kube-pysched | live |  | 2.5 |  |  |  | 40.0 | 60.0 |"
-    )
+        "| W | 1000 | kube-pysched | live |  | 2.5 |  |  |  | 40.0 | 2.1 | 60.0 |"
+    )  # in flight: (2400 x 2.5 ms + 3000 x 40 ms) / 60 s
     assert markdown_runqueue_table([record]).splitlines()[-1] == (
         "| W | 1000 | kube-pysched | live | 3.0 |  |  | 12.5 |  | 60.0 |"
     )

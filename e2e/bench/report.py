@@ -479,15 +479,34 @@ LATENCY_COLUMNS = (
 )
 
 
+def requests_in_flight(figures: dict[str, Any]) -> float | None:
+    """How many requests the API server was serving at once, on average over the window
+    (Little's law: the requests of each kind times their mean time, over the window's length;
+    watches left out), or None when the run did not record what it needs."""
+    mean_ms = figures.get("api_request_ms")
+    served = figures.get("api_requests")
+    window = figures.get("window_seconds")
+    if mean_ms is None or served is None or not window:
+        return None
+    busy_ms = sum(n * mean_ms[kind] for kind, n in served.items() if kind in mean_ms)
+    return round(busy_ms / 1000 / window, 1)
+
+
 def markdown_latency_table(records: Sequence[dict[str, Any]]) -> str:
     """How long the API server took, on average, over each kind of request in each run's window
-    (runs that recorded it: since session 38), in milliseconds; a kind not served is blank."""
+    (runs that recorded it: since session 38), in milliseconds (a kind not served is blank),
+    and how many requests it was serving at once on average."""
 
     def cells(r: dict[str, Any]) -> list[Any] | None:
-        mean_ms = r.get("figures", {}).get("api_request_ms")
-        return None if mean_ms is None else [mean_ms.get(key, "") for _, key in LATENCY_COLUMNS]
+        figures = r.get("figures", {})
+        mean_ms = figures.get("api_request_ms")
+        if mean_ms is None:
+            return None
+        in_flight = requests_in_flight(figures)
+        return [*(mean_ms.get(key, "") for _, key in LATENCY_COLUMNS), in_flight or ""]
 
-    return _window_table(records, [f"{title} ms" for title, _ in LATENCY_COLUMNS], cells)
+    titles = [*(f"{title} ms" for title, _ in LATENCY_COLUMNS), "in flight"]
+    return _window_table(records, titles, cells)
 
 
 #: The processes whose wait for a CPU the report shows, beside the scheduler's.
