@@ -102,10 +102,20 @@ def test_extended_capacity_appears_in_allocatable(
         got = (core_v1.read_node(name).status.allocatable or {}).get(resource)
         return got == expected or f"allocatable {resource}={got}, want {expected}"
 
-    # A full status update that leaves allocatable as it was, like the pod-overhead spec.
-    node = core_v1.read_node(name)
-    node.status.capacity[resource] = "1k"
-    core_v1.replace_node_status(name, node)
+    def replace_capacity() -> bool | str:
+        # A full status update that leaves allocatable as it was, like the pod-overhead spec;
+        # kwok writes the node's status too, so a stale read is refused (409) and read again.
+        node = core_v1.read_node(name)
+        node.status.capacity[resource] = "1k"
+        try:
+            core_v1.replace_node_status(name, node)
+        except k8s.ApiException as err:
+            if err.status != 409:
+                raise
+            return f"conflict: {err.reason}"
+        return True
+
+    wait_for(replace_capacity, timeout=30, what="a status update without a conflict")
     wait_for(lambda: allocatable_is("1k"), timeout=30, what="extended allocatable")
     assert core_v1.read_node(name).status.allocatable["cpu"] == "32"
 
