@@ -503,7 +503,8 @@ def markdown_latency_table(records: Sequence[dict[str, Any]]) -> str:
         if mean_ms is None:
             return None
         in_flight = requests_in_flight(figures)
-        return [*(mean_ms.get(key, "") for _, key in LATENCY_COLUMNS), in_flight or ""]
+        blank_if_unknown = "" if in_flight is None else in_flight
+        return [*(mean_ms.get(key, "") for _, key in LATENCY_COLUMNS), blank_if_unknown]
 
     titles = [*(f"{title} ms" for title, _ in LATENCY_COLUMNS), "in flight"]
     return _window_table(records, titles, cells)
