@@ -59,9 +59,10 @@ from e2e.bench.schedulers import (
     unsupported_reason,
 )
 from e2e.bench.workload import gang_names, group_sizes, load_workloads, ordered_names
-from e2e.cluster import ControlPlane, is_running, wait_for, wait_for_pod
+from e2e.cluster import ControlPlane, create_kwok_nodes, is_running, wait_for, wait_for_pod
 from e2e.cluster.build import module_replaces, scheduler_plugins_built, scheduler_plugins_path
-from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
+from e2e.cluster.controlplane import BENCH_NODE_LEASE_DURATION_SECONDS
+from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE, NODE_LEASE_DURATION_SECONDS
 from e2e.cluster.versions import SCHEDULER_PLUGINS_VERSION
 
 WORKLOADS = load_workloads()
@@ -180,6 +181,30 @@ def test_without_a_control_plane_each_run_has_one_of_its_own_and_stops_it(
         assert figures["bound_pods"] == figures["measured_pods"] > 0, record
         assert "cleanup" not in record["phases_seconds"] and "cleanup_failed" not in record
         assert record["scheduler_user"] == "system:kube-scheduler"
+        assert record["node_lease_seconds"] == BENCH_NODE_LEASE_DURATION_SECONDS
+
+
+def test_a_bench_control_plane_renews_node_leases_once_an_hour() -> None:
+    """kwok's node Lease renewals are API-server writes in every window; a benchmark's control
+    plane has kwok hold each Lease for four hours (renewed hourly, after any run is over); its
+    node still turns Ready and untainted (create_kwok_nodes waits for that)."""
+    assert BENCH_NODE_LEASE_DURATION_SECONDS > NODE_LEASE_DURATION_SECONDS
+    with bench_control_plane() as cp:
+        client = cp.api_client()
+        (node,) = create_kwok_nodes(client, 1, prefix="lease-")
+        leases = k8s.CoordinationV1Api(client)
+        name = node.metadata.name
+
+        def held() -> bool | str:
+            try:
+                lease = leases.read_namespaced_lease(name, "kube-node-lease")
+            except k8s.ApiException as exc:
+                return f"no lease yet ({exc.status})"
+            return lease.spec.renew_time is not None or "lease has no renewTime"
+
+        wait_for(held, timeout=60, what=f"Lease kube-node-lease/{name}")
+        lease = leases.read_namespaced_lease(name, "kube-node-lease")
+        assert lease.spec.lease_duration_seconds == BENCH_NODE_LEASE_DURATION_SECONDS
 
 
 def test_backlog_mode_drains_pods_created_before_the_scheduler_started(

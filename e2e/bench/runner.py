@@ -64,7 +64,10 @@ from e2e.bench.workload import (
     service_manifest,
 )
 from e2e.cluster import ControlPlane, NotReadyError, wait_default_service_account, wait_for
-from e2e.cluster.controlplane import BENCH_NODE_MONITOR_GRACE_PERIOD
+from e2e.cluster.controlplane import (
+    BENCH_NODE_LEASE_DURATION_SECONDS,
+    BENCH_NODE_MONITOR_GRACE_PERIOD,
+)
 from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 
 CREATE_THREADS = 24
@@ -135,10 +138,14 @@ UNREADY_TAINTS = frozenset({"node.kubernetes.io/unreachable", "node.kubernetes.i
 
 
 def bench_control_plane(**options: Any) -> ControlPlane:
-    """A control plane for benchmark runs (not started): its node lifecycle controller waits an
-    hour before tainting a silent node (BENCH_NODE_MONITOR_GRACE_PERIOD)."""
+    """A control plane for benchmark runs (not started): kwok renews its node Leases once an
+    hour (BENCH_NODE_LEASE_DURATION_SECONDS), so the windows carry no renewals, and its node
+    lifecycle controller waits two hours before tainting a silent node."""
     return ControlPlane(
-        with_scheduler=False, node_monitor_grace_period=BENCH_NODE_MONITOR_GRACE_PERIOD, **options
+        with_scheduler=False,
+        node_monitor_grace_period=BENCH_NODE_MONITOR_GRACE_PERIOD,
+        node_lease_duration_seconds=BENCH_NODE_LEASE_DURATION_SECONDS,
+        **options,
     )
 
 
@@ -930,10 +937,13 @@ def run_on_control_plane(
     failure, not the invocation's."""
     if isinstance(control_plane, ControlPlane):
         record["control_plane"] = "shared"
+        record["node_lease_seconds"] = control_plane.node_lease_duration_seconds
         return record_run(make_run(control_plane, True), record)
     record["control_plane"] = "own"
     try:
-        cp = control_plane().start()
+        cp = control_plane()
+        record["node_lease_seconds"] = cp.node_lease_duration_seconds
+        cp.start()
     except Exception as err:  # one broken run must not lose the runs after it
         record["failed"] = f"control plane did not start: {type(err).__name__}: {err}"
         return record

@@ -42,8 +42,16 @@ NODE_MONITOR_GRACE_PERIOD = "120s"
 #: The benchmark's: with 5000 fake nodes on two busy cores kwok falls minutes behind on Lease
 #: renewals, and at 120 s the controller tainted up to 1 600 nodes unreachable mid-run, which
 #: re-preempted nominated pods (docs/benchmarks.md, session 28). scheduler_perf runs no node
-#: lifecycle controller at all; this one still lifts the not-ready taint of new nodes.
-BENCH_NODE_MONITOR_GRACE_PERIOD = "1h"
+#: lifecycle controller at all; this one still lifts the not-ready taint of new nodes. It must
+#: outlast BENCH_NODE_LEASE_DURATION_SECONDS' renewal interval (a quarter of it).
+BENCH_NODE_MONITOR_GRACE_PERIOD = "2h"
+#: The benchmark's node Lease duration: kwok renews each Lease once an hour, so no renewal
+#: falls inside a run (every run has a control plane of its own, up for well under an hour).
+#: With 40 s Leases kwok wrote 100 renewals a second at 1000 nodes and up to 500 at 5000, as
+#: many API-server writes as the scheduler's, and how many fell in each scheduler's window
+#: differed by up to 10x (docs/benchmarks.md, sessions 36-38); scheduler_perf's nodes have no
+#: Leases at all.
+BENCH_NODE_LEASE_DURATION_SECONDS = 4 * 3600
 
 #: Health endpoints of kube-controller-manager / kube-scheduler readable without credentials.
 ALWAYS_ALLOW_PATHS = "/healthz,/readyz,/livez,/metrics"
@@ -113,9 +121,11 @@ class ControlPlane:
         feature_gates: Mapping[str, bool] | None = None,
         runtime_config: Mapping[str, str] | None = None,
         node_monitor_grace_period: str = NODE_MONITOR_GRACE_PERIOD,
+        node_lease_duration_seconds: int = kwok.NODE_LEASE_DURATION_SECONDS,
     ) -> None:
         self._own_workdir = workdir is None
         self.node_monitor_grace_period = node_monitor_grace_period
+        self.node_lease_duration_seconds = node_lease_duration_seconds
         self.feature_gates: dict[str, bool] = dict(feature_gates or {})
         self.runtime_config: dict[str, str] = dict(runtime_config or {})
         self.prompt_pod_deletion = prompt_pod_deletion
@@ -452,7 +462,9 @@ class ControlPlane:
                 ),
             )
         kwok_config = kwok.write_config(
-            self._config_dir / "kwok.yaml", prompt_pod_deletion=self.prompt_pod_deletion
+            self._config_dir / "kwok.yaml",
+            prompt_pod_deletion=self.prompt_pod_deletion,
+            node_lease_duration_seconds=self.node_lease_duration_seconds,
         )
         self._spawn(
             "kwok",
@@ -461,6 +473,7 @@ class ControlPlane:
                 self._config_dir / "kwok.kubeconfig",
                 kwok_config,
                 self._ports["kwok"],
+                self.node_lease_duration_seconds,
             ),
             env=kwok.environment(self.workdir / "kwok", _component_env()),
         )

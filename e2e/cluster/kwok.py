@@ -69,7 +69,12 @@ def stages_text(*, prompt_pod_deletion: bool = False) -> str:
     return "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
 
 
-def write_config(path: Path, *, prompt_pod_deletion: bool = False) -> Path:
+def write_config(
+    path: Path,
+    *,
+    prompt_pod_deletion: bool = False,
+    node_lease_duration_seconds: int = NODE_LEASE_DURATION_SECONDS,
+) -> Path:
     """Write a kwok config: KwokConfiguration options followed by the shipped Stages."""
     options = {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
@@ -81,7 +86,7 @@ def write_config(path: Path, *, prompt_pod_deletion: bool = False) -> Path:
             "manageNodesWithAnnotationSelector": NODE_SELECTOR,
             "disregardStatusWithLabelSelector": f"{DISREGARD_LABEL_KEY}={DISREGARD_LABEL_VALUE}",
             "cidr": POD_CIDR,
-            "nodeLeaseDurationSeconds": NODE_LEASE_DURATION_SECONDS,
+            "nodeLeaseDurationSeconds": node_lease_duration_seconds,
             "nodeLeaseParallelism": 4,
             "nodePlayStageParallelism": 4,
             # More workers than the default 4 so thousands of pods turn Running promptly.
@@ -99,15 +104,21 @@ def write_config(path: Path, *, prompt_pod_deletion: bool = False) -> Path:
     return path
 
 
-def command(binary: Path, kubeconfig: Path, config: Path, server_port: int) -> list[str]:
-    """kwok's argv; the selector flags repeat the config so `ps` shows what is managed."""
+def command(
+    binary: Path,
+    kubeconfig: Path,
+    config: Path,
+    server_port: int,
+    node_lease_duration_seconds: int = NODE_LEASE_DURATION_SECONDS,
+) -> list[str]:
+    """kwok's argv; the selector and lease flags repeat the config so `ps` shows them."""
     return [
         str(binary),
         f"--kubeconfig={kubeconfig}",
         f"--config={config}",
         "--manage-all-nodes=false",
         f"--manage-nodes-with-annotation-selector={NODE_SELECTOR}",
-        f"--node-lease-duration-seconds={NODE_LEASE_DURATION_SECONDS}",
+        f"--node-lease-duration-seconds={node_lease_duration_seconds}",
         f"--cidr={POD_CIDR}",
         f"--server-address=127.0.0.1:{server_port}",
     ]
