@@ -59,7 +59,14 @@ from e2e.bench.schedulers import (
     unsupported_reason,
 )
 from e2e.bench.workload import gang_names, group_sizes, load_workloads, ordered_names
-from e2e.cluster import ControlPlane, create_kwok_nodes, is_running, wait_for, wait_for_pod
+from e2e.cluster import (
+    ControlPlane,
+    create_kwok_nodes,
+    is_running,
+    wait_for,
+    wait_for_pod,
+    wait_node_lease,
+)
 from e2e.cluster.build import module_replaces, scheduler_plugins_built, scheduler_plugins_path
 from e2e.cluster.controlplane import BENCH_NODE_LEASE_DURATION_SECONDS
 from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE, NODE_LEASE_DURATION_SECONDS
@@ -192,18 +199,7 @@ def test_a_bench_control_plane_renews_node_leases_once_an_hour() -> None:
     with bench_control_plane() as cp:
         client = cp.api_client()
         (node,) = create_kwok_nodes(client, 1, prefix="lease-")
-        leases = k8s.CoordinationV1Api(client)
-        name = node.metadata.name
-
-        def held() -> bool | str:
-            try:
-                lease = leases.read_namespaced_lease(name, "kube-node-lease")
-            except k8s.ApiException as exc:
-                return f"no lease yet ({exc.status})"
-            return lease.spec.renew_time is not None or "lease has no renewTime"
-
-        wait_for(held, timeout=60, what=f"Lease kube-node-lease/{name}")
-        lease = leases.read_namespaced_lease(name, "kube-node-lease")
+        lease = wait_node_lease(client, node.metadata.name)
         assert lease.spec.lease_duration_seconds == BENCH_NODE_LEASE_DURATION_SECONDS
 
 

@@ -13,6 +13,7 @@ from e2e.cluster import (
     is_running,
     wait_for,
     wait_for_pod,
+    wait_node_lease,
 )
 from e2e.cluster.kwok import stage_names
 from e2e.cluster.nodes import (
@@ -55,17 +56,8 @@ def test_kwok_renews_node_leases(
     core_v1: k8s.CoreV1Api, api_client: k8s.ApiClient, kwok_node: k8s.V1Node
 ) -> None:
     """Liveness is carried by Leases, so busy kwok status updates never make nodes NotReady."""
-    leases = k8s.CoordinationV1Api(api_client)
     name = kwok_node.metadata.name
-
-    def lease_renewed() -> bool | str:
-        try:
-            lease = leases.read_namespaced_lease(name, "kube-node-lease")
-        except k8s.ApiException as exc:
-            return f"no lease yet ({exc.status})"
-        return lease.spec.renew_time is not None or "lease has no renewTime"
-
-    wait_for(lease_renewed, timeout=60, what=f"Lease kube-node-lease/{name}")
+    wait_node_lease(api_client, name)
     node = core_v1.read_node(name)
     assert node.metadata.labels["type"] == "kwok"
     assert not node.spec.taints

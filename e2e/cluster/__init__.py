@@ -27,6 +27,7 @@ from e2e.cluster.nodes import (
     create_node_agents,
     delete_kwok_nodes,
     kwok_node_manifest,
+    wait_node_lease,
     wait_nodes_ready,
 )
 from e2e.cluster.pods import is_gone, is_running, wait_for_pod
@@ -63,5 +64,6 @@ __all__ = [
     "wait_default_service_account",
     "wait_for",
     "wait_for_pod",
+    "wait_node_lease",
     "wait_nodes_ready",
 ]

@@ -257,6 +257,25 @@ def wait_node_agents_running(
     wait_for(check, timeout=timeout, what="node agent pods", interval=0.2)
 
 
+def wait_node_lease(api_client: k8s.ApiClient, name: str, timeout: float = 60.0) -> k8s.V1Lease:
+    """Poll until kwok holds node `name`'s Lease (kube-node-lease, renewTime set); return it."""
+    leases = k8s.CoordinationV1Api(api_client)
+    held: list[k8s.V1Lease] = []
+
+    def check() -> bool | str:
+        try:
+            lease = leases.read_namespaced_lease(name, "kube-node-lease")
+        except k8s.ApiException as exc:
+            return f"no lease yet ({exc.status})"
+        if lease.spec.renew_time is None:
+            return "lease has no renewTime"
+        held.append(lease)
+        return True
+
+    wait_for(check, timeout=timeout, what=f"Lease kube-node-lease/{name}")
+    return held[-1]
+
+
 def delete_kwok_nodes(client_or_kubeconfig: ClientLike, names: Iterable[str]) -> None:
     """Delete nodes, ignoring ones that are already gone."""
     api = core_v1(client_or_kubeconfig)
