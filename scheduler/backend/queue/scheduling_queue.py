@@ -536,6 +536,15 @@ class SchedulingQueue:
                     gate_opens[gating] = opens
                 if not opens:
                     continue
+                # A gate still closed keeps the pod here whatever the hints say: kube-scheduler
+                # asks them first and parks the pod again, which cost a preemptor waiting for
+                # its preemption's calls a hint and a move per deletion (docs/benchmarks.md,
+                # session 41). An open gate leaves the pod as it was for the hints to decide.
+                events = pinfo.gating_plugin_events
+                self._pre_enqueue.run(pinfo)
+                if pinfo.gated:
+                    continue
+                pinfo.gating_plugin, pinfo.gating_plugin_events = gating, events
             strategy = worth_requeuing(pinfo)
             if strategy is Strategy.SKIP:
                 continue

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from scheduler.api.objects import replace_pod
 from scheduler.clock import FakeClock
 from scheduler.framework.events import (
@@ -17,6 +19,7 @@ from tests.backend.queue.helpers import (
     GatePlugin,
     SwitchPlugin,
     always,
+    incoming,
     make_queue,
     pending,
     pop_and_fail,
@@ -80,6 +83,48 @@ def test_gated_pod_moves_on_gating_plugin_event() -> None:
     switch.reject = False
     q.move_all_to_active_or_backoff_queue(EVENT_NODE_ADD, None, make_node("n"))
     assert q.where(pod.uid) == "active"
+
+
+def test_a_closed_gate_is_asked_before_the_hints_and_leaves_the_pod_alone() -> None:
+    """A preemptor gated while its preemption's calls run: each deletion asks the gate, not
+    the hints, and the pod is not moved (nor counted as coming into the pool again)."""
+    asked: list[str] = []
+
+    def hint(pod: Any, old: Any, new: Any) -> QueueingHint:
+        asked.append(pod.name)
+        return QueueingHint.QUEUE
+
+    switch = SwitchPlugin("Switch")
+    events = {"Switch": [ClusterEventWithHint(EVENT_NODE_ADD, always(QueueingHint.QUEUE_SKIP))]}
+    events["Fit"] = [ClusterEventWithHint(EVENT_NODE_ADD, hint)]
+    q = make_queue(FakeClock(), events, pre_enqueue=[switch])
+    pod = make_pod("p")
+    q.add(pod)
+    info = q.get_pod_info(pod.uid)
+    assert info is not None
+    info.unschedulable_plugins.add("Fit")  # as after a failed attempt
+    parked = incoming("unschedulable", EVENT_NODE_ADD.label)
+    q.move_all_to_active_or_backoff_queue(EVENT_NODE_ADD, None, make_node("n"))
+    assert asked == [] and q.where(pod.uid) == "gated"
+    assert incoming("unschedulable", EVENT_NODE_ADD.label) == parked
+    switch.reject = False
+    q.move_all_to_active_or_backoff_queue(EVENT_NODE_ADD, None, make_node("n"))
+    assert asked == ["p"] and q.where(pod.uid) == "active"
+
+
+def test_an_open_gate_leaves_the_pod_gated_when_no_hint_queues_it() -> None:
+    switch = SwitchPlugin("Switch", reject=True)
+    skip = always(QueueingHint.QUEUE_SKIP)
+    q = make_queue(
+        FakeClock(), {"Switch": [ClusterEventWithHint(EVENT_NODE_ADD, skip)]}, pre_enqueue=[switch]
+    )
+    pod = make_pod("p")
+    q.add(pod)
+    switch.reject = False
+    q.move_all_to_active_or_backoff_queue(EVENT_NODE_ADD, None, make_node("n"))
+    info = q.get_pod_info(pod.uid)
+    assert info is not None and info.gating_plugin == "Switch"  # as kube-scheduler leaves it
+    assert q.where(pod.uid) == "gated" and pending("gated") == 1
 
 
 def test_unschedulable_timeout_reevaluates_gated_pods() -> None:
