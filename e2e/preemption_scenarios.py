@@ -647,6 +647,37 @@ def example4(env: Env) -> Record:
     )
 
 
+def room_too_small_elsewhere(env: Env) -> Record:
+    """G leaves node2 while A and B terminate, but 4 cpu is too little for C: C stays nominated
+    to node1 and is bound there once A and B are gone.
+
+    kube-scheduler retries C on G's deletion (NodeResourcesFit answers Queue for any scheduled
+    pod's deletion) and the retry fails; kube-pysched's hint answers QueueSkip for a preemptor
+    whose victims are still terminating when the freed node cannot take it. The outcome must be
+    the same, and C must not be left waiting once its victims have gone.
+    """
+    env.add_node("node1")
+    env.add_node("node2")
+    env.create("a", "5", 100, grace=GRACE_A, on="node1")
+    env.create("b", "5", 100, grace=GRACE_B, on="node1")
+    env.create("e", "6", 2000, on="node2")
+    env.create("g", "4", 2000, on="node2")
+    env.wait_running("a", "b", "e", "g")
+    _c_preempts(env)
+    env.delete("g", grace=0)
+    env.wait_gone("g")
+    env.wait_bound("c")
+    env.wait_gone("a", "b")
+    rec = env.recorder
+    return env.record(
+        ["a", "b", "c", "e", "g"],
+        g_gone_while_a_and_b_terminating=env.before(rec.deleted("g"), rec.deleted("b"))
+        and env.before(rec.deleted("g"), rec.deleted("a")),
+        c_bound_after_a_and_b_gone=env.before(rec.deleted("a"), rec.bound("c"))
+        and env.before(rec.deleted("b"), rec.bound("c")),
+    )
+
+
 # --- PodDisruptionBudget --------------------------------------------------------------------
 
 

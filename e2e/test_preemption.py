@@ -40,6 +40,7 @@ SCENARIOS: dict[str, Scenario] = {
     "example2": sc.example2,
     "example3": sc.example3,
     "example4": sc.example4,
+    "too-small-elsewhere": sc.room_too_small_elsewhere,
     "pdb": sc.pdb_choice,
     "no-pdb": lambda env: sc.pdb_choice(env, with_pdb=False),
 }
@@ -236,6 +237,26 @@ def test_example4_f_takes_c_s_nomination(runs: Runs, scheduler: str) -> None:
 
 
 @pytest.mark.parametrize("scheduler", ALL)
+def test_a_preemptor_waits_for_its_victims_when_the_room_elsewhere_is_too_small(
+    runs: Runs, scheduler: str
+) -> None:
+    r = runs.get(scheduler, "too-small-elsewhere")
+    assert r["nominated"] == {"c": ["node1", None]}
+    _victims_marked(r, ["a", "b"], "c", "node1")
+    assert r["placements"] == {
+        "a": "deleted",
+        "b": "deleted",
+        "c": "node1",
+        "e": "node2",
+        "g": "deleted",
+    }
+    assert r["facts"] == {
+        "g_gone_while_a_and_b_terminating": True,
+        "c_bound_after_a_and_b_gone": True,
+    }
+
+
+@pytest.mark.parametrize("scheduler", ALL)
 def test_pdb_protected_victim_is_avoided(runs: Runs, scheduler: str) -> None:
     without = runs.get(scheduler, "no-pdb")
     assert without["nominated"] == {"p": ["node1", None]}  # x has the lower priority
@@ -263,18 +284,36 @@ def _pysched_metric(runs: Runs, label: str, name: str, **labels: str) -> float:
 
 
 def test_preemption_metrics(runs: Runs) -> None:
-    """kube-pysched ran examples 1-4 and both PDB cases: 7 preemptions, 12 victims."""
+    """kube-pysched ran examples 1-4, too-small-elsewhere and both PDB cases: 8 preemptions,
+    14 victims."""
     for scenario in SCENARIOS:
         runs.get(PYSCHED, scenario)
-    assert _pysched_metric(runs, PYSCHED, "scheduler_preemption_attempts_total") >= 7
-    assert _pysched_metric(runs, PYSCHED, "scheduler_preemption_victims_count") == 7
-    # Examples 1-4: 2 victims each, F's preemption selects A and B again; PDB cases: 1 each.
-    assert _pysched_metric(runs, PYSCHED, "scheduler_preemption_victims_sum") == 12
+    assert _pysched_metric(runs, PYSCHED, "scheduler_preemption_attempts_total") >= 8
+    assert _pysched_metric(runs, PYSCHED, "scheduler_preemption_victims_count") == 8
+    # Examples 1-4 and too-small-elsewhere: 2 victims each, F's preemption selects A and B
+    # again; PDB cases: 1 each.
+    assert _pysched_metric(runs, PYSCHED, "scheduler_preemption_victims_sum") == 14
     # F's victims were all terminating already: like kube-scheduler, no goroutine is started
-    # for it (prepareCandidateAsync returns early), so 6 goroutines for 7 preemptions.
+    # for it (prepareCandidateAsync returns early), so 7 goroutines for 8 preemptions.
     goroutines = "scheduler_preemption_goroutines_execution_total"
-    assert _pysched_metric(runs, PYSCHED, goroutines, result="success") == 6
+    assert _pysched_metric(runs, PYSCHED, goroutines, result="success") == 7
     assert _pysched_metric(runs, PYSCHED, goroutines, result="error") == 0
+
+
+def test_a_preemptor_waiting_for_its_victims_skips_deletions_that_cannot_help(runs: Runs) -> None:
+    """too-small-elsewhere: G's deletion (too little room on node2) and B's (A still holds
+    node1) cannot help C; kube-pysched's NodeResourcesFit hint answers QueueSkip for them where
+    kube-scheduler's answers Queue, and the records above are still the same."""
+    runs.get(PYSCHED, "too-small-elsewhere")
+    skipped = _pysched_metric(
+        runs,
+        PYSCHED,
+        "scheduler_queueing_hint_execution_duration_seconds_count",
+        plugin="NodeResourcesFit",
+        event="AssignedPodDelete",
+        hint="QueueSkip",
+    )
+    assert skipped >= 1
 
 
 def test_inline_preemption_with_async_gate_off(runs: Runs) -> None:

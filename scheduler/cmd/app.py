@@ -177,6 +177,8 @@ class App:
             storage=self._storage_lister,
             gangs=self._gang_lister,
             gang_members=self.cache.gang_members,
+            node_now=self.cache.node_now,
+            node_generation=self.cache.node_generation,
             watched_gangs=lambda: self.gangs,
         )
         self.storage: StorageInformers | None = None

@@ -33,6 +33,7 @@ from scheduler.api.storage import (
 )
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.evictions import Evictions
 from scheduler.framework.gang import GangLister, GangMembers, PodGroupInfo
 from scheduler.framework.node_table import BoolColumn, NodeTable
 from scheduler.framework.nominations import Nominations
@@ -491,6 +492,20 @@ class Handle(Protocol):
 
     def get_pod(self, key: str) -> Pod | None:
         """The informer's current version of the pod namespace/name (None if unknown)."""
+        ...
+
+    def node_now(self, name: str) -> NodeInfo | None:
+        """A copy of the node as the scheduler cache holds it now (None if unknown): for
+        queueing hints, which run on the event's thread, not in a cycle with its snapshot."""
+        ...
+
+    def node_generation(self, name: str) -> int | None:
+        """The generation of node_now(name) (None if unknown), without copying the node."""
+        ...
+
+    @property
+    def evictions(self) -> Evictions:
+        """The pods whose deletion a preemption of this process asked for (all profiles')."""
         ...
 
     def activate(self, pods: Iterable[Pod]) -> None: ...

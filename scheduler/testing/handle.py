@@ -14,6 +14,7 @@ from scheduler.backend.cache import Cache, Snapshot
 from scheduler.clock import FakeClock
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.evictions import Evictions
 from scheduler.framework.gang import GangMembers, StaticGangs
 from scheduler.framework.interface import CountingCheck, Handle, Plugin, WaitingPod
 from scheduler.framework.registry import PluginSpec
@@ -47,9 +48,10 @@ class FakeHandle:
     `pdb_list` what `pdbs()` returns, `namespace_list` the namespaces `namespace_labels()` and
     `namespaces()` know, `service_list` and `workloads` what `services()` and `workload()`
     find, `static_storage` what `storage()` serves, `static_gangs` what `gangs()` serves;
-    `cache` is what `gang_members()` counts (assume pods into it); `waiting` holds the pods
-    waiting at Permit (their timeouts run on `clock`); `activated` collects pods passed to
-    `activate()`.
+    `cache` is what `gang_members()` counts (assume pods into it) and `node_now()` and
+    `node_generation()` read; `evicted` is what `evictions` remembers;
+    `waiting` holds the pods waiting at Permit (their timeouts run on `clock`); `activated`
+    collects pods passed to `activate()`.
     The nominated-pods and PreFilter-extension runners succeed without running anything: a
     plugin that needs them is tested with the in-process scheduler, not a fake handle.
     """
@@ -69,6 +71,7 @@ class FakeHandle:
     static_gangs: StaticGangs = field(default_factory=StaticGangs)
     cache: Cache = field(default_factory=Cache)
     clock: FakeClock = field(default_factory=FakeClock)
+    evicted: Evictions = field(default_factory=Evictions)
     waiting: WaitingPods | None = None
     activated: list[Pod] = field(default_factory=list)
 
@@ -123,6 +126,16 @@ class FakeHandle:
 
     def gang_members(self, ref: GangRef) -> GangMembers:
         return self.cache.gang_members(ref)
+
+    def node_now(self, name: str) -> NodeInfo | None:
+        return self.cache.node_now(name)
+
+    def node_generation(self, name: str) -> int | None:
+        return self.cache.node_generation(name)
+
+    @property
+    def evictions(self) -> Evictions:
+        return self.evicted
 
     def watched_gangs(self) -> StaticGangs:
         return self.static_gangs

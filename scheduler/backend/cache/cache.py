@@ -162,6 +162,24 @@ class Cache:
                     (assumed if uid in self._assumed else bound).append(state.pod)
             return GangMembers(tuple(bound), tuple(assumed))
 
+    def node_now(self, name: str) -> NodeInfo | None:
+        """A copy of the node as the cache holds it now (assumed pods count), for a queueing
+        hint that judges an event by the cluster after it rather than by a cycle's snapshot."""
+        with self._lock:
+            info = self._nodes.get(name)
+            if info is None or info.node is None:
+                return None
+            return info.snapshot()
+
+    def node_generation(self, name: str) -> int | None:
+        """The node's NodeInfo generation now (it changes with every pod added or removed):
+        lets a hint keep what it read of a node until the node changes. Read without the
+        lock: a hint asks this for every waiting preemptor on each deletion, and a dict lookup
+        and an attribute read are each atomic under the GIL (a read racing a change answers
+        the generation before or after it; the next event asks again)."""
+        info = self._nodes.get(name)
+        return None if info is None or info.node is None else info.generation
+
     def _add_pod_locked(self, pod: Pod) -> None:
         ref = gang_ref(pod)
         if ref is not None:

@@ -11,7 +11,6 @@ is activated so it is retried at once.
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -46,10 +45,6 @@ GROUP_PREEMPTOR_TYPE = "podgroup"
 # victims were evicted up to 29 s after its cycle chose them (docs/benchmarks.md, session 21).
 PREEMPTION_JOBS = 64
 VICTIM_PARALLELISM = 64
-# How long an eviction is remembered (the informer reports the deletion long before) and how
-# many entries are kept before old ones are dropped.
-EVICTED_MEMORY_SECONDS = 300.0
-EVICTED_MEMORY_SIZE = 1024
 
 
 class VictimGone(Exception):
@@ -91,18 +86,14 @@ class Executor:
             VICTIM_PARALLELISM, thread_name_prefix="preemption-victim"
         )
         self.now: Callable[[], float] = time.time
-        #: The clock of the evicted-victims memory (a test sets its own).
-        self.monotonic: Callable[[], float] = time.monotonic
-        # Victims whose deletion this scheduler asked for, until the informer has caught up:
-        # uid -> when. A retry right after a preemption must not evict them again.
-        self._evicted: dict[str, float] = {}
+        # Victims whose deletion this scheduler asked for, until the informer has caught up.
+        self._evictions = handle.evictions
 
     # --- entry point ------------------------------------------------------------------------
 
     def evicted_recently(self, pod: Pod) -> bool:
         """This scheduler asked for the pod's deletion (the informer may not show it yet)."""
-        with self._lock:
-            return pod.uid in self._evicted
+        return self._evictions.requested(pod.uid)
 
     def victims_to_evict(self, candidate: Candidate) -> list[Pod]:
         """Victims neither terminating already nor evicted by us a moment ago."""
@@ -367,26 +358,11 @@ class Executor:
                 if err.not_found or err.conflict:
                     raise VictimGone() from err
                 raise
-            self._remember_evicted(victim)
+            self._evictions.remember(victim.uid)
             log.info("preemptor pod preempted victim pod", pod=preemptor.key, victim=victim.key)
         self._handle.event_recorder.eventf(
             victim, preemptor, "Normal", "Preempted", "Preempting", message
         )
-
-    def _remember_evicted(self, victim: Pod) -> None:
-        """Entries are kept in eviction order, so the expired ones are the first: dropping
-        them costs what is dropped (a rebuild of the whole memory per eviction was quadratic
-        in a burst of more than EVICTED_MEMORY_SIZE evictions)."""
-        with self._lock:
-            now = self.monotonic()  # read under the lock, so entries stay in time order
-            evicted = self._evicted
-            evicted.pop(victim.uid, None)
-            evicted[victim.uid] = now
-            if len(evicted) > EVICTED_MEMORY_SIZE:
-                cutoff = now - EVICTED_MEMORY_SECONDS
-                expired = list(itertools.takewhile(lambda item: item[1] < cutoff, evicted.items()))
-                for uid, _ in expired:
-                    del evicted[uid]
 
     def _clear_lower_priority_nominations(self, candidate: Candidate, preemptor: Pod) -> None:
         """Lower-priority pods nominated to the node may no longer fit there: let them retry."""

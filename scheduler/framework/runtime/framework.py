@@ -19,6 +19,7 @@ from scheduler.clock import Clock, RealClock
 from scheduler.features import FeatureGates
 from scheduler.framework import signers
 from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.evictions import Evictions
 from scheduler.framework.gang import (
     NO_MEMBERS,
     GangLister,
@@ -47,7 +48,7 @@ from scheduler.framework.runtime.profile import build_profile
 from scheduler.framework.runtime.score_points import ScorePoints
 from scheduler.framework.status import Code, Status
 from scheduler.framework.storage import StaticStorage
-from scheduler.framework.types import QueuedPodInfo
+from scheduler.framework.types import NodeInfo, QueuedPodInfo
 from scheduler.framework.waiting_pods import WaitingPod, WaitingPods
 
 log = structlog.get_logger(__name__)
@@ -72,6 +73,11 @@ class FrameworkServices:
     # Called when a plugin first asks for pod groups (the process then watches PodGroups).
     gangs: Callable[[], GangLister] = StaticGangs
     gang_members: Callable[[GangRef], GangMembers] = lambda _ref: NO_MEMBERS
+    # The scheduler cache's node now (a copy), for queueing hints.
+    node_now: Callable[[str], NodeInfo | None] = lambda _name: None
+    node_generation: Callable[[str], int | None] = lambda _name: None
+    # The evictions preemption asked for, one memory for all profiles.
+    evictions: Evictions = field(default_factory=Evictions)
     # The pod groups if some plugin asked for them (never starts a watch).
     watched_gangs: Callable[[], GangLister | None] = lambda: None
     # Opportunistic batching's clock (the age of its kept nodes), and gang timers'.
@@ -159,6 +165,16 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
 
     def gang_members(self, ref: GangRef) -> GangMembers:
         return self._services.gang_members(ref)
+
+    def node_now(self, name: str) -> NodeInfo | None:
+        return self._services.node_now(name)
+
+    def node_generation(self, name: str) -> int | None:
+        return self._services.node_generation(name)
+
+    @property
+    def evictions(self) -> Evictions:
+        return self._services.evictions
 
     def watched_gangs(self) -> GangLister | None:
         return self._services.watched_gangs()

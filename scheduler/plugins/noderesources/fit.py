@@ -30,6 +30,7 @@ from scheduler.framework.signers import SignFragment
 from scheduler.framework.status import Code, Status
 from scheduler.framework.status_column import StatusColumn
 from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.plugins.noderesources.deletion_hint import WaitingPreemptors
 from scheduler.plugins.noderesources.fit_args import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
@@ -182,6 +183,7 @@ class NodeResourcesFit:
         self._groups = args.ignored_resource_groups
         self._queueing_hints = handle.features.enabled("SchedulerQueueingHints")
         self._in_place_resize = handle.features.enabled("InPlacePodVerticalScaling")
+        self._waiting = WaitingPreemptors(handle, self._fits)
 
     # --- events -----------------------------------------------------------------------------
 
@@ -220,14 +222,24 @@ class NodeResourcesFit:
             )
         return events
 
-    @staticmethod
-    def is_schedulable_after_assigned_pod_delete(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    def is_schedulable_after_assigned_pod_delete(
+        self, pod: Pod, old: Any, new: Any
+    ) -> QueueingHint:
         deleted = old if isinstance(old, Pod) else new
         if not isinstance(deleted, Pod):
             return QueueingHint.QUEUE
         if not deleted.node_name and not deleted.nominated_node_name:
             return QueueingHint.QUEUE_SKIP
+        # kube-pysched's one departure from kube-scheduler's hint (deletion_hint.py).
+        if self._waiting.deletion_cannot_help(pod, deleted):
+            return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
+
+    def _fits(self, request: Resource, allocatable: Resource, used: Resource, pods: int) -> bool:
+        reasons, _ = insufficient_counts(
+            request, allocatable, used, pods, self._ignored, self._groups
+        )
+        return not reasons
 
     # The name the rest of the code base has used for this hint.
     is_schedulable_after_pod_deleted = is_schedulable_after_assigned_pod_delete

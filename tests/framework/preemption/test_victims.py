@@ -6,12 +6,7 @@ import random
 from collections.abc import Callable
 
 from scheduler.api.objects import Pod
-from scheduler.framework.preemption.executor import (
-    EVICTED_MEMORY_SECONDS,
-    EVICTED_MEMORY_SIZE,
-    Executor,
-    disruption_target_patch,
-)
+from scheduler.framework.preemption.executor import disruption_target_patch
 from scheduler.framework.preemption.victims import (
     Candidate,
     importance_key,
@@ -222,27 +217,3 @@ def test_disruption_target_patch_is_skipped_when_the_condition_is_there() -> Non
 
 
 # --- the evicted-victims memory ----------------------------------------------------------------
-
-
-def test_evicted_memory_drops_only_expired_victims_once_over_its_size() -> None:
-    executor = Executor(None, "DefaultPreemption", async_enabled=False)  # type: ignore[arg-type]
-    try:
-        clock = [0.0]
-        executor.monotonic = lambda: clock[0]
-        old = [make_pod(f"old-{i}") for i in range(EVICTED_MEMORY_SIZE)]
-        for victim in old:
-            executor._remember_evicted(victim)
-        clock[0] = EVICTED_MEMORY_SECONDS / 2
-        executor._remember_evicted(old[0])  # evicted again: remembered from now on
-        recent = make_pod("recent")
-        executor._remember_evicted(recent)  # over the size, nothing expired yet: all kept
-        assert all(executor.evicted_recently(v) for v in [*old, recent])
-        clock[0] = EVICTED_MEMORY_SECONDS + 1
-        newest = make_pod("newest")
-        executor._remember_evicted(newest)
-        assert executor.evicted_recently(old[0])
-        assert executor.evicted_recently(recent)
-        assert executor.evicted_recently(newest)
-        assert not any(executor.evicted_recently(v) for v in old[1:])
-    finally:
-        executor.close()
