@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from e2e.bench.report import (
@@ -18,6 +20,7 @@ from e2e.bench.scraped import (
     gc_pauses,
     go_cpu_class_figures,
     go_cpu_classes,
+    keep_metrics,
     scrape,
     scraped_figures,
     work_counters,
@@ -295,3 +298,14 @@ def test_the_latency_and_runqueue_tables_show_the_recorded_runs() -> None:
     )
     assert markdown_latency_table([{**record, "figures": {}}]) == ""
     assert markdown_runqueue_table([{**record, "figures": {}}]) == ""
+
+
+def test_the_last_scrape_is_kept_beside_the_scheduler_s_log(tmp_path: Path) -> None:
+    text = 'scheduler_schedule_attempts_total{profile="p",result="scheduled"} 3.0\n'
+    after = scrape(lambda: text, pauses=False)
+    log = tmp_path / "kube-pysched-abc123.log"
+    kept = keep_metrics(after, log)
+    assert kept == tmp_path / "kube-pysched-abc123.metrics.txt"
+    assert kept.read_text() == text
+    assert keep_metrics(None, log) is None
+    assert keep_metrics(after, None) is None

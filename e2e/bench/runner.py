@@ -51,6 +51,7 @@ from e2e.bench.scraped import (
     api_request_latency_figures,
     go_cpu_class_figures,
     go_cpu_classes,
+    keep_metrics,
     scrape,
     scraped_figures,
 )
@@ -486,6 +487,7 @@ class Run:
             self._wait_bound(watcher, set(names))
             usage_after, cpu_after = process_usage(pid), cpu_snapshot(pids)
             scraped_after = scrape(metrics, pauses=exports_gc)
+            keep_metrics(scraped_after, self.scheduler_log)
             api_after = self._api_server_metrics()
         finally:
             stop.set()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -128,11 +129,23 @@ def events_dropped(text: str) -> float:
 @dataclass(frozen=True)
 class Scrape:
     """One reading of a scheduler's /metrics: its work counters and (kube-pysched) GC pauses
-    and dropped events."""
+    and dropped events, and the whole text (kept beside the run's log after the window)."""
 
     work: dict[str, float]
     pauses: Pauses | None
     dropped: float | None = None
+    text: str = ""
+
+
+def keep_metrics(after: Scrape | None, log: Path | None) -> Path | None:
+    """Writes the scheduler's /metrics at the end of the window beside its log
+    (`<log stem>.metrics.txt`), so counters the record does not carry (queue moves, hint
+    answers) can be read afterwards; the path, or None when there was nothing to keep."""
+    if after is None or not after.text or log is None:
+        return None
+    path = log.with_name(f"{log.stem}.metrics.txt")
+    path.write_text(after.text)
+    return path
 
 
 def scrape(fetch: Callable[[], str] | None, *, pauses: bool) -> Scrape | None:
@@ -146,8 +159,8 @@ def scrape(fetch: Callable[[], str] | None, *, pauses: bool) -> Scrape | None:
         print(f"warning: could not scrape the scheduler's /metrics: {err}")
         return None
     if not pauses:
-        return Scrape(work_counters(text), None)
-    return Scrape(work_counters(text), gc_pauses(text), events_dropped(text))
+        return Scrape(work_counters(text), None, text=text)
+    return Scrape(work_counters(text), gc_pauses(text), events_dropped(text), text)
 
 
 def scraped_figures(before: Scrape | None, after: Scrape | None) -> dict[str, Any]:
