@@ -656,13 +656,9 @@ def room_too_small_elsewhere(env: Env) -> Record:
     whose victims are still terminating when the freed node cannot take it. The outcome must be
     the same, and C must not be left waiting once its victims have gone.
     """
-    env.add_node("node1")
-    env.add_node("node2")
-    env.create("a", "5", 100, grace=GRACE_A, on="node1")
-    env.create("b", "5", 100, grace=GRACE_B, on="node1")
-    env.create("e", "6", 2000, on="node2")
+    _start_example(env, node2_pod_cpu="6")
     env.create("g", "4", 2000, on="node2")
-    env.wait_running("a", "b", "e", "g")
+    env.wait_running("g")
     _c_preempts(env)
     env.delete("g", grace=0)
     env.wait_gone("g")

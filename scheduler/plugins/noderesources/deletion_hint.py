@@ -40,9 +40,8 @@ class _Freed:
     memory: int
 
 
-#: A node's lowest priority among its pods terminating by preemption (None if none), and its
-#: other pods as (priority, uid), lowest first.
-_Holding = tuple[int | None, tuple[tuple[int, str], ...]]
+#: A node's pods as (priority, uid, terminating by preemption), lowest priority first.
+_Holding = tuple[tuple[int, str, bool], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +56,8 @@ class WaitingPreemptors:
     A queue move asks this for every pod of the unschedulable pool with the same deleted pod,
     and a preemptor waits there through hundreds of deletions, so each answer must cost about
     what kube-scheduler's one-line hint does: the node the deleted pod left is read from the
-    scheduler cache once per deletion, and what a nominated node holds (its pods terminating by
-    preemption, and the others by priority) is kept per node until the node's generation
+    scheduler cache once per deletion, and what a nominated node holds (its pods by priority,
+    and which are terminating by preemption) is kept per node until the node's generation
     changes. Called under the queue's lock."""
 
     __slots__ = ("_fits", "_freed", "_handle", "_held")
@@ -91,12 +90,10 @@ class WaitingPreemptors:
         if (cpu > 0 and cpu > freed.cpu) or (memory > 0 and memory > freed.memory):
             return False  # the common answer, at the cost of two comparisons
         count = len(info.pods)
-        if not self._fits(request, info.allocatable, info.requested, count):
-            return False  # nominated pods only take more room
         nominator = self._handle.nominator
         nominated = counting_against(pod, nominator.nominated_pods_for_node(info.name))
         if not nominated:
-            return True
+            return self._fits(request, info.allocatable, info.requested, count)
         used = info.requested.clone()
         for other in nominated:
             used.add(other.requests)
@@ -123,15 +120,12 @@ class WaitingPreemptors:
         held = self._holding(node)
         if held is None:
             return False
-        lowest_terminating, others = held
         priority = pod.priority
-        if lowest_terminating is not None and lowest_terminating < priority:
-            return True
         requested = self._handle.evictions.requested
-        for other_priority, uid in others:
+        for other_priority, uid, terminating in held:
             if other_priority >= priority:
                 return False
-            if requested(uid):
+            if terminating or requested(uid):
                 return True
         return False
 
@@ -147,10 +141,8 @@ class WaitingPreemptors:
         info = self._handle.node_now(node)
         if info is None:
             return None
-        terminating = [p.priority for p in info.pods if pod_terminating_by_preemption(p)]
-        others = sorted(
-            (p.priority, p.uid) for p in info.pods if not pod_terminating_by_preemption(p)
+        held = tuple(
+            sorted((p.priority, p.uid, pod_terminating_by_preemption(p)) for p in info.pods)
         )
-        held = (min(terminating, default=None), tuple(others))
         self._held[node] = (info.generation, held)
         return held

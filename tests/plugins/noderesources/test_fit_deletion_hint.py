@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from scheduler.api.objects import Pod
 from scheduler.framework.events import QueueingHint
 from scheduler.plugins import noderesources
@@ -83,22 +85,20 @@ def test_a_deletion_elsewhere_that_makes_room_queues() -> None:
     assert c.delete(o2) == Q  # n2 is empty now: p fits there
 
 
-def test_room_held_by_a_nominated_pod_of_equal_or_higher_priority_is_not_free() -> None:
+@pytest.mark.parametrize(
+    ("priority", "hint"),
+    [(100, SKIP), (200, SKIP), (50, Q)],
+    ids=["equal-priority-holds-room", "higher-priority-holds-room", "lower-priority-does-not"],
+)
+def test_room_counts_the_nominated_pods_of_equal_or_higher_priority(
+    priority: int, hint: QueueingHint
+) -> None:
     o1, o2 = running("o1", "n2"), running("o2", "n2")
     c = Cluster(victim("v1", "n1"), victim("v2", "n1"), o1, o2)
-    equal = make_pod("q", uid="q", cpu="1", priority=100, nominated_node_name="n2")
-    c.handle.nominator.add_nominated_pod(equal, "n2")
+    q = make_pod("q", uid="q", cpu="1", priority=priority, nominated_node_name="n2")
+    c.handle.nominator.add_nominated_pod(q, "n2")
     c.handle.cache.remove_pod(o1)
-    assert c.delete(o2) == SKIP  # 4 cpu free, 1 of them nominated to q
-
-
-def test_room_held_by_a_lower_priority_nominated_pod_is_free() -> None:
-    o1, o2 = running("o1", "n2"), running("o2", "n2")
-    c = Cluster(victim("v1", "n1"), victim("v2", "n1"), o1, o2)
-    lower = make_pod("q", uid="q", cpu="1", priority=50, nominated_node_name="n2")
-    c.handle.nominator.add_nominated_pod(lower, "n2")
-    c.handle.cache.remove_pod(o1)
-    assert c.delete(o2) == Q
+    assert c.delete(o2) == hint  # 4 cpu free on n2, 1 of them nominated to q
 
 
 def test_the_pod_count_limit_counts() -> None:
