@@ -176,6 +176,14 @@ def test_pending_pods_runs_are_their_own_mode_and_never_pair_with_plain_ones() -
             ["--workload", "PreemptionBasic", "--capacity"],
             "--capacity: PreemptionBasic preempt; a pod evicted while kwok ignores it",
         ),
+        (
+            ["--workload", "SchedulingBasic,MixedChurn", "--size", "5000_10000"],
+            "size 5000_10000: MixedChurn has no such size",
+        ),
+        (
+            ["--workload", "all", "--size", "5000_10000"],
+            "size 5000_10000: SchedulingNodeAffinity, ",
+        ),
     ],
 )
 def test_pending_pods_is_refused_where_it_means_nothing(

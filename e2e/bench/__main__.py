@@ -283,6 +283,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in workloads]
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(unknown)}")
+    sizeless = [n for n in names if args.size not in workloads[n].sizes]
+    if sizeless:
+        parser.error(
+            f"size {args.size}: {', '.join(sizeless)} "
+            f"{'has' if len(sizeless) == 1 else 'have'} no such size"
+        )
     preempting = [n for n in names if PREEMPTION in workloads[n].requires]
     if (args.pending_pods or args.capacity) and preempting:
         flag = "--pending-pods" if args.pending_pods else "--capacity"
@@ -306,8 +312,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     if not gang and args.scheduler == SCHEDULER_PLUGINS:
         parser.error(f"{SCHEDULER_PLUGINS} runs gang workloads only ({', '.join(gangs)})")
-    if gang and args.size not in workloads[gang[0]].sizes:
-        parser.error(f"{gang[0]} has sizes {', '.join(workloads[gang[0]].sizes)}")
     every = (*SCHEDULERS, SCHEDULER_PLUGINS) if gang else SCHEDULERS
     schedulers = list(every) if args.scheduler == "both" else [args.scheduler]
     # Ctrl-C and SIGTERM (also when started in the background) unwind through the cleanup:
