@@ -413,8 +413,10 @@ class StorageLister(Protocol):
     def volume_attachments(self) -> list[VolumeAttachment]: ...
 
     def revision(self) -> int:
-        """A number that changes whenever a claim, volume, storage class or CSINode changes:
-        what a plugin derives from those objects may be cached under it."""
+        """A number that changes whenever a volume, storage class or CSINode changes, or a
+        claim is added, deleted, or changes its volume, class or owner: what a plugin derives
+        from those may be cached under it. A claim's status (phase, conditions) does not move
+        it."""
         ...
 
 
