@@ -2,7 +2,7 @@
 
 kube-scheduler sends its Events in protobuf, kube-pysched in JSON. server_cost sends the same
 Event both ways from kube-pysched's transport to find what JSON costs the API server: within
-noise per request (docs/benchmarks.md, "What a request costs the API server") and end to end
+noise per request (docs/benchmarks-history.md, "What a request costs the API server") and end to end
 (session 39: bindings and Events in protobuf, no difference that shows), so the scheduler keeps
 JSON and this encoder stays a measuring tool. Only the fields the recorder writes are encoded;
 a body with any other field is refused rather than sent without it (field numbers: k8s.io/api's

@@ -5,7 +5,8 @@ pool, each victim deletion asking every one of them whether it may fit now.
 
 DefaultPreemption gates each preemptor while its victims are deleted (its hint skips the
 deletion), NodeResourcesFit's hint queues it, PreEnqueue gates it again: the path the
-PreemptionBasic profile spends a third of its samples on (docs/benchmarks.md, "Preemption cost").
+PreemptionBasic profile spends a third of its samples on (docs/benchmarks-history.md,
+"Preemption cost").
 Prints the queue's CPU per pod per deletion.
 """
 

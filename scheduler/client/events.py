@@ -6,9 +6,9 @@ does I/O. When the buffer is full the event is dropped, counted and logged (at m
 second). A few sender threads turn records into Events and post them, several writes in flight
 at once as client-go's broadcaster (a goroutine per event): one write at a time falls behind a
 busy scheduler (about 13 events/s against 150 pods/s bound while the API server is saturated,
-docs/benchmarks.md), deferring the writes past the moment they describe and dropping them once
-the buffer fills. Events are started in the order they were recorded, not necessarily written
-in it.
+docs/benchmarks-history.md), deferring the writes past the moment they describe and dropping
+them once the buffer fills. Events are started in the order they were recorded, not
+necessarily written in it.
 
 Isomorphic events (same regarding/related object, type, reason, action, reporter) become an
 EventSeries, as client-go does: the first is created, the second patches the stored event with
@@ -51,7 +51,7 @@ REPORTING_CONTROLLER = "kube-pysched"
 NOTE_LENGTH_LIMIT = 1024  # bytes, as the API validates events
 FIELD_LENGTH_LIMIT = 128  # reportingInstance, action, reason
 # A 5000-node PreemptionBasic storm (20 000 victims) queued more than 10 000 Events behind the
-# saturated API server (docs/benchmarks.md, session 30); a record is about 0.4 KB.
+# saturated API server (docs/benchmarks-history.md, session 30); a record is about 0.4 KB.
 DEFAULT_BUFFER = 50000
 DEFAULT_SENDERS = 16  # writes in flight; give the recorder's RestClient as many connections
 MAX_TRIES = 12
