@@ -284,11 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(unknown)}")
     sizeless = [n for n in names if args.size not in workloads[n].sizes]
+    if len(sizeless) == 1:
+        its = ", ".join(workloads[sizeless[0]].sizes)
+        parser.error(f"size {args.size}: {sizeless[0]} has no such size (its sizes: {its})")
     if sizeless:
-        parser.error(
-            f"size {args.size}: {', '.join(sizeless)} "
-            f"{'has' if len(sizeless) == 1 else 'have'} no such size"
-        )
+        parser.error(f"size {args.size}: {', '.join(sizeless)} have no such size")
     preempting = [n for n in names if PREEMPTION in workloads[n].requires]
     if (args.pending_pods or args.capacity) and preempting:
         flag = "--pending-pods" if args.pending_pods else "--capacity"

@@ -41,8 +41,8 @@ def test_a_claims_status_rewrite_keeps_the_revision(storage: StorageInformers) -
     storage.informers[CLAIMS].store.apply(
         "MODIFIED", claim("2", status={"phase": "Bound", "conditions": [{"type": "Resizing"}]})
     )
-    assert storage.claim("ns", "c") is not None
-    assert storage.claim("ns", "c").resource_version == "2"  # type: ignore[union-attr]
+    stored = storage.claim("ns", "c")
+    assert stored is not None and stored.resource_version == "2"
     assert storage.revision() == before
 
 
