@@ -12,6 +12,7 @@ from e2e.bench.report import (
     markdown_table,
 )
 from e2e.bench.scraped import (
+    api_refusal_counts,
     api_request_counts,
     api_request_durations,
     api_request_figures,
@@ -156,6 +157,15 @@ def test_api_requests_are_the_served_requests_increase_by_verb_and_resource() ->
     after = api_request_counts(API_SERVER_TEXT % {"bindings": 25, "status": 3, "scrapes": 2})
     assert before["POST pods/binding"] == 11  # summed over the response codes
     assert api_request_figures(before, after) == {"GET /metrics": 1, "POST pods/binding": 15}
+
+
+def test_api_refusals_are_the_non_2xx_requests_by_kind_and_code() -> None:
+    conflicts = 'subresource="binding",verb="POST",version="v1"} '
+    text = API_SERVER_TEXT % {"bindings": 25, "status": 3, "scrapes": 2}
+    before = api_refusal_counts(text)
+    after = api_refusal_counts(text.replace(conflicts + "1", conflicts + "4"))
+    assert before == {"POST pods/binding 409": 1}
+    assert api_request_figures(before, after) == {"POST pods/binding 409": 3}
 
 
 GO_CLASSES_TEXT = """\

@@ -225,14 +225,21 @@ class CpuSnapshot:
     machine_busy_seconds: float
     by_process: dict[str, float]
     waiting_by_process: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: the parts of machine_busy_seconds no process is charged for: `steal` (the hypervisor
+    #: ran something else on our virtual CPUs) and `interrupts` (hard and soft IRQs, e.g. the
+    #: loopback network's packets)
+    uncharged: dict[str, float] = field(default_factory=dict)
 
 
 def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
     """Reads /proc/stat (all CPUs, busy = not idle or iowait) and each named process's CPU."""
     with open("/proc/stat") as f:
         ticks = [int(x) for x in f.readline().split()[1:]]
+    hz = os.sysconf("SC_CLK_TCK")
     idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
-    busy = (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    busy = (sum(ticks[:8]) - idle) / hz
+    padded = ticks + [0] * (8 - len(ticks))
+    uncharged = {"steal": padded[7] / hz, "interrupts": (padded[5] + padded[6]) / hz}
     by_process: dict[str, float] = {}
     waiting: dict[str, dict[str, float]] = {}
     for name, pid in pids.items():
@@ -241,14 +248,16 @@ def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
             waiting[name] = runqueue_waits(pid)
         except (FileNotFoundError, ProcessLookupError):
             continue
-    return CpuSnapshot(time.monotonic(), busy, by_process, waiting)
+    return CpuSnapshot(time.monotonic(), busy, by_process, waiting, uncharged)
 
 
 def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
     """Who used the machine's CPUs over a window: to read what bounds throughput.
 
     `machine_busy_cores` near the core count means the machine itself is the limit;
-    `cpu_seconds_by_process` says which process took it (`other` is everything unnamed);
+    `cpu_seconds_by_process` says which process took it (`other` is everything unnamed),
+    `other_cpu_seconds` how much of `other` was the hypervisor's steal, interrupts, and
+    processes not named (so a disturbed window says where the disturbance came from);
     `runqueue_wait_seconds_by_process` how long each one's threads waited for a CPU (added
     over threads, so it can exceed the window; a thread that exited in the window is left
     out), which says whether a process did less because it was starved of CPU.
@@ -266,12 +275,19 @@ def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
         for name, threads in after.waiting_by_process.items()
         if name in before.waiting_by_process
     }
-    return {
+    out: dict[str, Any] = {
         "window_seconds": round(wall, 2),
         "machine_busy_cores": round(busy / wall, 2) if wall > 0 else 0.0,
         "cpu_seconds_by_process": used,
         "runqueue_wait_seconds_by_process": waited,
     }
+    if before.uncharged and after.uncharged:
+        parts = {
+            key: round(after.uncharged[key] - before.uncharged[key], 2) for key in after.uncharged
+        }
+        parts["unnamed processes"] = round(max(0.0, used["other"] - sum(parts.values())), 2)
+        out["other_cpu_seconds"] = parts
+    return out
 
 
 def throughput_samples(bound_times: Sequence[float], start: float) -> list[float]:

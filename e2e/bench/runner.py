@@ -45,6 +45,7 @@ from e2e.bench.schedulers import (
     scheduler_config,
 )
 from e2e.bench.scraped import (
+    api_refusal_counts,
     api_request_counts,
     api_request_durations,
     api_request_figures,
@@ -519,6 +520,9 @@ class Run:
         if api_before is not None and api_after is not None:
             figures["api_requests"] = api_request_figures(
                 api_request_counts(api_before), api_request_counts(api_after)
+            )
+            figures["api_refusals"] = api_request_figures(
+                api_refusal_counts(api_before), api_refusal_counts(api_after)
             )
             figures["api_request_ms"] = api_request_latency_figures(
                 api_request_durations(api_before), api_request_durations(api_after)

@@ -207,6 +207,21 @@ def api_request_counts(text: str) -> dict[str, float]:
     return out
 
 
+def api_refusal_counts(text: str) -> dict[str, float]:
+    """The API server's requests so far answered with a code other than 2xx, keyed
+    `VERB [group/]resource[/subresource] CODE` (e.g. `POST pods/binding 429`): a client that
+    retries (client-go on 429 and on some 5xx) shows in `api_requests` as more requests than
+    it made calls, and these say which."""
+    out: dict[str, float] = {}
+    for sample in _series(text, (API_REQUESTS + "{",)):
+        code = sample.labels.get("code", "")
+        if code.startswith("2"):
+            continue
+        key = f"{_request_kind(sample.labels)} {code or '?'}"
+        out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
 def api_request_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
     """The requests served between two readings, by kind (kinds that did not grow left out)."""
     grown = {key: round(n - before.get(key, 0.0)) for key, n in after.items()}
