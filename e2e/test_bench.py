@@ -267,22 +267,18 @@ def test_cpu_breakdown_names_who_used_the_machine_over_the_window() -> None:
     }
 
 
-def test_cpu_breakdown_splits_other_into_steal_interrupts_and_unnamed_processes() -> None:
+def test_cpu_breakdown_reads_steal_and_interrupts_over_the_window() -> None:
     before = CpuSnapshot(100.0, 50.0, {"a": 10.0}, {}, {"steal": 1.0, "interrupts": 2.0})
     after = CpuSnapshot(104.0, 57.0, {"a": 13.0}, {}, {"steal": 2.5, "interrupts": 2.5})
     figures = cpu_breakdown(before, after)
     assert figures["cpu_seconds_by_process"] == {"a": 3.0, "other": 4.0}
-    assert figures["other_cpu_seconds"] == {
-        "steal": 1.5,
-        "interrupts": 0.5,
-        "unnamed processes": 2.0,
-    }
+    assert figures["machine_cpu_seconds_by_class"] == {"steal": 1.5, "interrupts": 0.5}
 
 
 def test_cpu_snapshot_reads_this_process_and_skips_one_that_is_gone() -> None:
     snap = cpu_snapshot({"me": os.getpid(), "gone": 2**22 + 1})
     assert set(snap.by_process) == {"me"} and snap.machine_busy_seconds > 0
-    assert set(snap.uncharged) == {"steal", "interrupts"}
+    assert set(snap.by_class) == {"steal", "interrupts"}
     assert set(snap.waiting_by_process) == {"me"}
 
 

@@ -225,10 +225,10 @@ class CpuSnapshot:
     machine_busy_seconds: float
     by_process: dict[str, float]
     waiting_by_process: dict[str, dict[str, float]] = field(default_factory=dict)
-    #: the parts of machine_busy_seconds no process is charged for: `steal` (the hypervisor
-    #: ran something else on our virtual CPUs) and `interrupts` (hard and soft IRQs, e.g. the
-    #: loopback network's packets)
-    uncharged: dict[str, float] = field(default_factory=dict)
+    #: two classes of machine_busy_seconds from /proc/stat: `steal` (the hypervisor ran
+    #: something else on our virtual CPUs) and `interrupts` (hard and soft IRQs, e.g. the
+    #: loopback network's packets, charged to whichever task they interrupted)
+    by_class: dict[str, float] = field(default_factory=dict)
 
 
 def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
@@ -239,7 +239,7 @@ def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
     idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
     busy = (sum(ticks[:8]) - idle) / hz
     padded = ticks + [0] * (8 - len(ticks))
-    uncharged = {"steal": padded[7] / hz, "interrupts": (padded[5] + padded[6]) / hz}
+    by_class = {"steal": padded[7] / hz, "interrupts": (padded[5] + padded[6]) / hz}
     by_process: dict[str, float] = {}
     waiting: dict[str, dict[str, float]] = {}
     for name, pid in pids.items():
@@ -248,7 +248,7 @@ def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
             waiting[name] = runqueue_waits(pid)
         except (FileNotFoundError, ProcessLookupError):
             continue
-    return CpuSnapshot(time.monotonic(), busy, by_process, waiting, uncharged)
+    return CpuSnapshot(time.monotonic(), busy, by_process, waiting, by_class)
 
 
 def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
@@ -256,8 +256,9 @@ def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
 
     `machine_busy_cores` near the core count means the machine itself is the limit;
     `cpu_seconds_by_process` says which process took it (`other` is everything unnamed),
-    `other_cpu_seconds` how much of `other` was the hypervisor's steal, interrupts, and
-    processes not named (so a disturbed window says where the disturbance came from);
+    `machine_cpu_seconds_by_class` how much of the busy time was the hypervisor's steal and
+    interrupts (so a window with a large `other` says whether the machine was taken from
+    under it);
     `runqueue_wait_seconds_by_process` how long each one's threads waited for a CPU (added
     over threads, so it can exceed the window; a thread that exited in the window is left
     out), which says whether a process did less because it was starved of CPU.
@@ -281,12 +282,10 @@ def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
         "cpu_seconds_by_process": used,
         "runqueue_wait_seconds_by_process": waited,
     }
-    if before.uncharged and after.uncharged:
-        parts = {
-            key: round(after.uncharged[key] - before.uncharged[key], 2) for key in after.uncharged
+    if before.by_class and after.by_class:
+        out["machine_cpu_seconds_by_class"] = {
+            key: round(after.by_class[key] - before.by_class[key], 2) for key in after.by_class
         }
-        parts["unnamed processes"] = round(max(0.0, used["other"] - sum(parts.values())), 2)
-        out["other_cpu_seconds"] = parts
     return out
 
 
