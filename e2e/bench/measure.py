@@ -235,11 +235,11 @@ def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
     """Reads /proc/stat (all CPUs, busy = not idle or iowait) and each named process's CPU."""
     with open("/proc/stat") as f:
         ticks = [int(x) for x in f.readline().split()[1:]]
+    ticks += [0] * (8 - len(ticks))  # user nice system idle iowait irq softirq steal
     hz = os.sysconf("SC_CLK_TCK")
-    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    idle = ticks[3] + ticks[4]
     busy = (sum(ticks[:8]) - idle) / hz
-    padded = ticks + [0] * (8 - len(ticks))
-    by_class = {"steal": padded[7] / hz, "interrupts": (padded[5] + padded[6]) / hz}
+    by_class = {"steal": ticks[7] / hz, "interrupts": (ticks[5] + ticks[6]) / hz}
     by_process: dict[str, float] = {}
     waiting: dict[str, dict[str, float]] = {}
     for name, pid in pids.items():

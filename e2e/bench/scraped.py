@@ -196,15 +196,27 @@ def _series(text: str, prefixes: tuple[str, ...]) -> list[Any]:
     return [s for family in text_string_to_metric_families(lines + "\n") for s in family.samples]
 
 
+def _request_totals(text: str, key: Callable[[dict[str, str]], str | None]) -> dict[str, float]:
+    """`apiserver_request_total` so far, summed by `key` of each series' labels (a series whose
+    key is None left out)."""
+    out: dict[str, float] = {}
+    for sample in _series(text, (API_REQUESTS + "{",)):
+        name = key(sample.labels)
+        if name is not None:
+            out[name] = out.get(name, 0.0) + sample.value
+    return out
+
+
 def api_request_counts(text: str) -> dict[str, float]:
     """The API server's served requests so far, summed over code, scope, version and component,
     keyed `VERB [group/]resource[/subresource]` (e.g. `POST pods/binding`,
     `PUT coordination.k8s.io/leases`)."""
-    out: dict[str, float] = {}
-    for sample in _series(text, (API_REQUESTS + "{",)):
-        key = _request_kind(sample.labels)
-        out[key] = out.get(key, 0.0) + sample.value
-    return out
+    return _request_totals(text, _request_kind)
+
+
+def _refusal_kind(labels: dict[str, str]) -> str | None:
+    code = labels.get("code", "")
+    return None if code.startswith("2") else f"{_request_kind(labels)} {code or '?'}"
 
 
 def api_refusal_counts(text: str) -> dict[str, float]:
@@ -212,14 +224,7 @@ def api_refusal_counts(text: str) -> dict[str, float]:
     `VERB [group/]resource[/subresource] CODE` (e.g. `POST pods/binding 429`): a client that
     retries (client-go on 429 and on some 5xx) shows in `api_requests` as more requests than
     it made calls, and these say which."""
-    out: dict[str, float] = {}
-    for sample in _series(text, (API_REQUESTS + "{",)):
-        code = sample.labels.get("code", "")
-        if code.startswith("2"):
-            continue
-        key = f"{_request_kind(sample.labels)} {code or '?'}"
-        out[key] = out.get(key, 0.0) + sample.value
-    return out
+    return _request_totals(text, _refusal_kind)
 
 
 def api_request_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
