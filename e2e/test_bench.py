@@ -221,6 +221,10 @@ def test_backlog_mode_drains_pods_created_before_the_scheduler_started(
         assert figures["bound_pods"] == figures["measured_pods"] > 0, record
         assert "backlog" in record["phases_seconds"]
         assert figures["throughput_overall"] > 0
+        # The API server's /metrics are read at both ends of the drain, from the first binding
+        # on: requests by kind are recorded here too, the window's and not the whole run's.
+        assert figures.keys() >= {"api_requests", "api_refusals", "api_request_ms"}, figures
+        assert figures["api_requests"].get("POST pods/binding", 0) < figures["measured_pods"]
 
 
 def test_pods_unbound_at_the_deadline_count_as_unscheduled() -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from e2e.bench.__main__ import main
 from e2e.bench.apiserver_profile import PROFILE_PATH, ApiServerProfiler, write_top
 
 
@@ -82,13 +81,3 @@ def test_stop_ends_the_loop_after_the_slice_under_way(tmp_path: Path) -> None:
 def test_no_slices_no_top(tmp_path: Path) -> None:
     assert write_top([], tmp_path / "top.txt") is None
     assert not (tmp_path / "top.txt").exists()
-
-
-@pytest.mark.parametrize("mode", ["--backlog", "--capacity"])
-def test_a_mode_without_a_live_window_is_refused_not_left_unprofiled(
-    mode: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--workload", "SchedulingBasic", "--apiserver-profile", mode])
-    assert exit_info.value.code == 2
-    assert "--apiserver-profile" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from e2e.bench.scraped import (
     api_request_durations,
     api_request_figures,
     api_request_latency_figures,
+    api_server_figures,
     gc_figures,
     gc_pauses,
     go_cpu_class_figures,
@@ -166,6 +167,17 @@ def test_api_refusals_are_the_non_2xx_requests_by_kind_and_code() -> None:
     after = api_refusal_counts(text.replace(conflicts + "1", conflicts + "4"))
     assert before == {"POST pods/binding 409": 1}
     assert api_request_figures(before, after) == {"POST pods/binding 409": 3}
+
+
+def test_api_server_figures_are_empty_when_a_reading_is_missing() -> None:
+    before = API_SERVER_TEXT % {"bindings": 10, "status": 3, "scrapes": 1}
+    after = API_SERVER_TEXT % {"bindings": 25, "status": 3, "scrapes": 2}
+    figures = api_server_figures(before, after)
+    assert figures["api_requests"] == {"GET /metrics": 1, "POST pods/binding": 15}
+    assert figures["api_refusals"] == {}
+    assert "apiserver_go_cpu_seconds" not in figures  # this text has no Go classes
+    assert api_server_figures(None, after) == {}
+    assert api_server_figures(before, None) == {}
 
 
 GO_CLASSES_TEXT = """\

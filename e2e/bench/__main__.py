@@ -270,8 +270,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--create-qps must be positive")
     if args.create_qps is not None and (args.backlog or args.capacity):
         parser.error("--create-qps paces live runs; it does not combine with --backlog/--capacity")
-    if args.apiserver_profile and (args.backlog or args.capacity):
-        parser.error("--apiserver-profile profiles live windows; not with --backlog/--capacity")
     if args.pending_pods and args.capacity:
         parser.error("--capacity already leaves the pods Pending; --pending-pods is for the others")
     if args.capacity:

@@ -45,13 +45,7 @@ from e2e.bench.schedulers import (
     scheduler_config,
 )
 from e2e.bench.scraped import (
-    api_refusal_counts,
-    api_request_counts,
-    api_request_durations,
-    api_request_figures,
-    api_request_latency_figures,
-    go_cpu_class_figures,
-    go_cpu_classes,
+    api_server_figures,
     keep_metrics,
     scrape,
     scraped_figures,
@@ -369,9 +363,16 @@ class Run:
                 with self._phase("measure"):
                     pids = self._pids(sched.pid)
                     first_bound.wait(self.deadline)
+                    api_before = self._api_server_metrics()
                     usage_before, cpu_before = process_usage(sched.pid), cpu_snapshot(pids)
-                    self._wait_bound(watcher, wanted)
-                    usage_after, cpu_after = process_usage(sched.pid), cpu_snapshot(pids)
+                    profiler = self._start_apiserver_profiler()
+                    try:
+                        self._wait_bound(watcher, wanted)
+                        usage_after, cpu_after = process_usage(sched.pid), cpu_snapshot(pids)
+                    finally:
+                        if profiler is not None:
+                            self.apiserver_profiles = profiler.stop()
+                    api_after = self._api_server_metrics()
                     if pinned is not None and sched_cpus is not None:
                         self.pinning = self._pinning_state(pinned, sched.pid, sched_cpus)
                 stopping = time.monotonic()
@@ -396,8 +397,10 @@ class Run:
                 "create_rate": 0.0,
                 "setup_seconds": self.phases["setup"],
                 **cpu_breakdown(cpu_before, cpu_after),
+                **api_server_figures(api_before, api_after),
             }
         )
+        self._write_apiserver_top()
         return figures
 
     def _environment_pids(self) -> dict[str, int]:
@@ -464,13 +467,7 @@ class Run:
             api_before = self._api_server_metrics()  # before the CPU readings: megabytes
             usage_before, cpu_before = process_usage(pid), cpu_snapshot(pids)
             scraped_before = scrape(metrics, pauses=exports_gc)
-            profiler = (
-                ApiServerProfiler(
-                    lambda path: self.rest.request("GET", path), self._profile_stem()
-                ).start()
-                if self.apiserver_profile
-                else None
-            )
+            profiler = self._start_apiserver_profiler()
             start = time.monotonic()
             pacing: Pacing | None = None
             if self.workload.owner:
@@ -497,10 +494,7 @@ class Run:
             for thread in helpers:
                 thread.join(30)
             watcher.stop()
-        if self.apiserver_profiles:
-            self.apiserver_top = write_top(
-                self.apiserver_profiles, self._profile_stem().with_suffix(".apiserver.top.txt")
-            )
+        self._write_apiserver_top()
         self.watch_errors = watcher.errors
         times = watcher.snapshot()
         figures: dict[str, Any] = summarize(times, names, start)
@@ -517,19 +511,7 @@ class Run:
             }
         )
         figures.update(scraped_figures(scraped_before, scraped_after))
-        if api_before is not None and api_after is not None:
-            figures["api_requests"] = api_request_figures(
-                api_request_counts(api_before), api_request_counts(api_after)
-            )
-            figures["api_refusals"] = api_request_figures(
-                api_refusal_counts(api_before), api_refusal_counts(api_after)
-            )
-            figures["api_request_ms"] = api_request_latency_figures(
-                api_request_durations(api_before), api_request_durations(api_after)
-            )
-            classes = go_cpu_class_figures(go_cpu_classes(api_before), go_cpu_classes(api_after))
-            if classes:
-                figures["apiserver_go_cpu_seconds"] = classes
+        figures.update(api_server_figures(api_before, api_after))
         if figures.get("events_dropped"):
             print(
                 f"warning: {self.workload.name} with {self.which}: {figures['events_dropped']} "
@@ -561,6 +543,21 @@ class Run:
                     flush=True,
                 )
         return figures
+
+    def _start_apiserver_profiler(self) -> ApiServerProfiler | None:
+        """Profiles kube-apiserver from now until its stop(), if this run was asked to."""
+        if not self.apiserver_profile:
+            return None
+        return ApiServerProfiler(
+            lambda path: self.rest.request("GET", path), self._profile_stem()
+        ).start()
+
+    def _write_apiserver_top(self) -> None:
+        """Merges the window's profile slices (if any) into one top listing beside them."""
+        if self.apiserver_profiles:
+            self.apiserver_top = write_top(
+                self.apiserver_profiles, self._profile_stem().with_suffix(".apiserver.top.txt")
+            )
 
     def _unready_nodes(self) -> int | None:
         """How many of the run's nodes the node lifecycle controller has tainted as silent, or

@@ -286,3 +286,22 @@ def api_request_latency_figures(before: Durations, after: Durations) -> dict[str
         if count > count0:
             out[kind] = round(1000 * (total - total0) / (count - count0), 2)
     return out
+
+
+def api_server_figures(before: str | None, after: str | None) -> dict[str, Any]:
+    """What the API server's /metrics say about a window read at its two ends: requests and
+    refusals by kind, their mean milliseconds, and the Go runtime's CPU classes. Empty (never
+    zeros) when either reading could not be taken."""
+    if before is None or after is None:
+        return {}
+    figures: dict[str, Any] = {
+        "api_requests": api_request_figures(api_request_counts(before), api_request_counts(after)),
+        "api_refusals": api_request_figures(api_refusal_counts(before), api_refusal_counts(after)),
+        "api_request_ms": api_request_latency_figures(
+            api_request_durations(before), api_request_durations(after)
+        ),
+    }
+    classes = go_cpu_class_figures(go_cpu_classes(before), go_cpu_classes(after))
+    if classes:
+        figures["apiserver_go_cpu_seconds"] = classes
+    return figures
