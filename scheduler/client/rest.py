@@ -31,6 +31,7 @@ from scheduler.api.errors import ApiConnectionError, ApiError
 from scheduler.client.backoff import Backoff
 from scheduler.client.config import ClientConfig
 from scheduler.client.ratelimit import TokenBucket
+from scheduler.client.tls import send_certificate_file_only
 from scheduler.client.transport import ConnectionPool, Response, StreamResponse
 
 log = structlog.get_logger(__name__)
@@ -69,6 +70,7 @@ def _ssl_context(config: ClientConfig) -> ssl.SSLContext:
         ctx.verify_mode = ssl.CERT_NONE
     if config.cert_file:
         ctx.load_cert_chain(config.cert_file, config.key_file)
+        send_certificate_file_only(ctx)
     return ctx
 
 

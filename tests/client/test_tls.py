@@ -1,0 +1,79 @@
+"""What a client certificate handshake puts on the wire, read from a TLS 1.2 handshake (where
+the client's Certificate message is not encrypted)."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+import pytest
+
+from e2e.cluster.certs import Pki, generate_pki
+from scheduler.client.config import ClientConfig
+from scheduler.client.rest import _ssl_context
+from scheduler.client.tls import send_certificate_file_only
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return generate_pki(tmp_path_factory.mktemp("pki"))
+
+
+def _der(pem_path: Path) -> bytes:
+    return ssl.PEM_cert_to_DER_cert(pem_path.read_text())
+
+
+def _client_hello_bytes(pki: Pki, client: ssl.SSLContext) -> bytes:
+    """Everything the client sends in a handshake with a server that asks for its certificate
+    (both ends in memory, the bytes pumped between them)."""
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    server_ctx.load_cert_chain(pki.apiserver.cert, pki.apiserver.key)
+    server_ctx.load_verify_locations(pki.ca.cert)
+    server_ctx.verify_mode = ssl.CERT_REQUIRED
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls_client = client.wrap_bio(to_client, to_server, server_hostname="localhost")
+    from_client, from_server = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls_server = server_ctx.wrap_bio(from_client, from_server, server_side=True)
+    sent = bytearray()
+    done = {"client": False, "server": False}
+    for _ in range(20):
+        for name, end in (("client", tls_client), ("server", tls_server)):
+            if not done[name]:
+                try:
+                    end.do_handshake()
+                    done[name] = True
+                except ssl.SSLWantReadError:
+                    pass
+        data = to_server.read()
+        sent.extend(data)
+        from_client.write(data)
+        to_client.write(from_server.read())
+        if all(done.values()):
+            return bytes(sent)
+    raise AssertionError("the handshake did not complete")
+
+
+def test_the_scheduler_sends_its_certificate_without_the_ca(pki: Pki) -> None:
+    client_pair = next(iter(pki.clients.values()))
+    config = ClientConfig(
+        server="https://localhost",
+        ca_file=str(pki.ca.cert),
+        cert_file=str(client_pair.cert),
+        key_file=str(client_pair.key),
+    )
+    sent = _client_hello_bytes(pki, _ssl_context(config))
+    assert _der(client_pair.cert) in sent
+    assert _der(pki.ca.cert) not in sent
+
+
+def test_openssl_alone_would_send_the_ca_too(pki: Pki) -> None:
+    """The control: without send_certificate_file_only the same handshake carries the CA."""
+    client_pair = next(iter(pki.clients.values()))
+    ctx = ssl.create_default_context(cafile=str(pki.ca.cert))
+    ctx.load_cert_chain(client_pair.cert, client_pair.key)
+    sent = _client_hello_bytes(pki, ctx)
+    assert _der(client_pair.cert) in sent
+    assert _der(pki.ca.cert) in sent
+    assert send_certificate_file_only(ctx) is True
+    assert _der(pki.ca.cert) not in _client_hello_bytes(pki, ctx)
