@@ -324,7 +324,9 @@ class Run:
         first binding to the last (latency is not meaningful here and is left out). CPU is
         counted over the same window, from the first measured binding seen: both schedulers
         have listed everything by then (they schedule only after their caches synced), so
-        neither one's start-up is in the figure.
+        neither one's start-up is in the figure. The API server's /metrics are read at both
+        ends of the same window (the first read is served inside the drain, for either
+        scheduler alike), and --apiserver-profile profiles it.
 
         Capacity mode in addition runs the control plane (and this harness) on one CPU and the
         scheduler, started pinned, on another, and kwok leaves the pods alone (see create_pod),
