@@ -7,6 +7,7 @@ import ssl
 from pathlib import Path
 
 import pytest
+import structlog.testing
 
 from e2e.cluster.certs import Pki, generate_pki
 from scheduler.client.config import ClientConfig
@@ -23,7 +24,7 @@ def _der(pem_path: Path) -> bytes:
     return ssl.PEM_cert_to_DER_cert(pem_path.read_text())
 
 
-def _client_hello_bytes(pki: Pki, client: ssl.SSLContext) -> bytes:
+def _handshake_bytes_sent(pki: Pki, client: ssl.SSLContext) -> bytes:
     """Everything the client sends in a handshake with a server that asks for its certificate
     (both ends in memory, the bytes pumped between them)."""
     server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -62,7 +63,7 @@ def test_the_scheduler_sends_its_certificate_without_the_ca(pki: Pki) -> None:
         cert_file=str(client_pair.cert),
         key_file=str(client_pair.key),
     )
-    sent = _client_hello_bytes(pki, _ssl_context(config))
+    sent = _handshake_bytes_sent(pki, _ssl_context(config))
     assert _der(client_pair.cert) in sent
     assert _der(pki.ca.cert) not in sent
 
@@ -72,8 +73,26 @@ def test_openssl_alone_would_send_the_ca_too(pki: Pki) -> None:
     client_pair = next(iter(pki.clients.values()))
     ctx = ssl.create_default_context(cafile=str(pki.ca.cert))
     ctx.load_cert_chain(client_pair.cert, client_pair.key)
-    sent = _client_hello_bytes(pki, ctx)
+    sent = _handshake_bytes_sent(pki, ctx)
     assert _der(client_pair.cert) in sent
     assert _der(pki.ca.cert) in sent
     assert send_certificate_file_only(ctx) is True
-    assert _der(pki.ca.cert) not in _client_hello_bytes(pki, ctx)
+    assert _der(pki.ca.cert) not in _handshake_bytes_sent(pki, ctx)
+
+
+def test_where_libssl_cannot_be_reached_the_chain_goes_out_with_a_warning(
+    pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_libssl() -> None:
+        raise OSError("no libssl here")
+
+    monkeypatch.setattr("scheduler.client.tls._libssl", no_libssl)
+    client_pair = next(iter(pki.clients.values()))
+    ctx = ssl.create_default_context(cafile=str(pki.ca.cert))
+    ctx.load_cert_chain(client_pair.cert, client_pair.key)
+    with structlog.testing.capture_logs() as logs:
+        assert send_certificate_file_only(ctx) is False
+    assert [entry["reason"] for entry in logs if entry["log_level"] == "warning"] == [
+        "no libssl here"
+    ]
+    assert _der(pki.ca.cert) in _handshake_bytes_sent(pki, ctx)
