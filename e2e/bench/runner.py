@@ -371,10 +371,10 @@ class Run:
                     try:
                         self._wait_bound(watcher, wanted)
                         usage_after, cpu_after = process_usage(sched.pid), cpu_snapshot(pids)
+                        api_after = self._api_server_metrics()
                     finally:
                         if profiler is not None:
                             self.apiserver_profiles = profiler.stop()
-                    api_after = self._api_server_metrics()
                     if pinned is not None and sched_cpus is not None:
                         self.pinning = self._pinning_state(pinned, sched.pid, sched_cpus)
                 stopping = time.monotonic()
