@@ -96,3 +96,39 @@ def test_where_libssl_cannot_be_reached_the_chain_goes_out_with_a_warning(
         "no libssl here"
     ]
     assert _der(pki.ca.cert) in _handshake_bytes_sent(pki, ctx)
+
+
+def test_the_benchmark_creator_sends_its_certificate_without_the_ca(pki: Pki) -> None:
+    """The harness's bulk client costs the API server what the scheduler's does, per request."""
+    from kubernetes import client as k8s
+
+    from e2e.bench.rest import RestClient
+
+    client_pair = next(iter(pki.clients.values()))
+    conf = k8s.Configuration()
+    conf.host = "https://localhost:6443"
+    conf.ssl_ca_cert = str(pki.ca.cert)
+    conf.cert_file = str(client_pair.cert)
+    conf.key_file = str(client_pair.key)
+    rest = RestClient(k8s.ApiClient(conf))
+    sent = _handshake_bytes_sent(pki, rest.context)
+    assert _der(client_pair.cert) in sent
+    assert _der(pki.ca.cert) not in sent
+
+
+def test_the_front_proxy_ca_signs_only_the_front_proxy_identity(pki: Pki) -> None:
+    """With a requestheader CA of its own (kubeadm's layout) a client certificate fails the
+    front-proxy verification at once instead of being verified twice on every request."""
+    from cryptography import x509
+
+    def load(path: Path) -> x509.Certificate:
+        return x509.load_pem_x509_certificate(path.read_bytes())
+
+    proxy_ca = load(pki.front_proxy_ca.cert)
+    ca = load(pki.ca.cert)
+    load(pki.front_proxy_client.cert).verify_directly_issued_by(proxy_ca)
+    for pair in pki.clients.values():
+        client_cert = load(pair.cert)
+        client_cert.verify_directly_issued_by(ca)
+        with pytest.raises(ValueError):
+            client_cert.verify_directly_issued_by(proxy_ca)
