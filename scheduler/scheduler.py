@@ -28,6 +28,13 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
+#: Binding cycles in flight. kube-scheduler runs each binding cycle in a goroutine of its own, so
+#: its bindings wait in the API server's queues rather than in the scheduler. With 16 (the
+#: `parallelism` default this pool had) the API server ran out of work in capacity windows and
+#: the control plane spent far more per pod in smaller batches: 233-329 against 482-505 pods/s
+#: at 5000 nodes (docs/benchmarks.md, "Capacity mode", session 46).
+BINDING_WORKERS = 64
+
 
 class Scheduler:
     """Owns the loop; the cache, queue, profiles and API access are injected."""
@@ -44,7 +51,7 @@ class Scheduler:
         pod_lookup: PodLookup,
         clock: Clock,
         percentage_of_nodes_to_score: int = 0,
-        binding_workers: int = 16,
+        binding_workers: int = BINDING_WORKERS,
         api_workers: int = 4,
     ) -> None:
         self.queue = queue

@@ -136,9 +136,11 @@ class Harness:
         storage: StaticStorage | None = None,
         gangs: StaticGangs | None = None,
         watch_gangs: bool = True,
+        binding_workers: int | None = 2,
     ) -> None:
         """`watch_gangs=False`: Handle.watched_gangs() is None, as in a process whose profiles
-        have no gang plugin (preemption then never looks at pods' groups)."""
+        have no gang plugin (preemption then never looks at pods' groups).
+        `binding_workers=None`: the Scheduler's own default pool."""
         self.clock = FakeClock()
         self.storage = storage if storage is not None else StaticStorage()
         # Pods added through add_pod / add_assigned_pod become members here, as the pod
@@ -180,6 +182,7 @@ class Harness:
             features=features,
         )
         self.fwk.set_queue(self.queue.nominator, self.queue.activate)
+        pool = {} if binding_workers is None else {"binding_workers": binding_workers}
         self.scheduler = Scheduler(
             cache=self.cache,
             queue=self.queue,
@@ -189,8 +192,8 @@ class Harness:
             recorder=self.recorder,
             pod_lookup=self.pods.get,
             clock=self.clock,
-            binding_workers=2,
             api_workers=1,
+            **pool,
         )
 
     def add_node(self, node: Any) -> None:

@@ -62,7 +62,7 @@ from scheduler.framework.profile_spec import ProfileSpec
 from scheduler.framework.registry import Registry
 from scheduler.framework.runtime import Framework, FrameworkError, FrameworkServices
 from scheduler.plugins.registry import full_registry
-from scheduler.scheduler import Scheduler
+from scheduler.scheduler import BINDING_WORKERS, Scheduler
 
 log = structlog.get_logger(__name__)
 
@@ -72,6 +72,9 @@ EVENT_FLUSH_ON_STOP = 2.0
 # DelegatingAuthenticationOptions.getClient), never throttled behind the scheduler's calls.
 REVIEW_QPS = 200.0
 REVIEW_BURST = 400
+#: Connections the scheduler's main client keeps alive: one per binding worker, and as many
+#: again for preemption's calls, the dispatcher and reads.
+API_CONNECTIONS = 2 * BINDING_WORKERS
 
 #: The cluster event each PodGroup source's changes become.
 GANG_EVENT_RESOURCES = {
@@ -143,7 +146,9 @@ class App:
             user_agent=f"kube-pysched/{__version__}",
         )
         self.client_config = client_config
-        self.rest = RestClient(client_config)
+        # Bindings, preemption calls and the dispatcher share these connections; keeping as
+        # many alive as can be busy at once spares the API server a TLS handshake per request.
+        self.rest = RestClient(client_config, max_connections=API_CONNECTIONS)
         self.api = KubeApi(self.rest)
         # Events get their own client and rate limit, as kube-scheduler's event broadcaster.
         self.recorder = EventRecorder(
@@ -227,7 +232,7 @@ class App:
             pod_lookup=self.pods.get,
             clock=RealClock(),
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score or 0,
-            binding_workers=max(4, config.parallelism),
+            binding_workers=max(BINDING_WORKERS, config.parallelism),
         )
         self.elector: LeaderElector | None = None
         self.stopped = threading.Event()
