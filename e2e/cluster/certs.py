@@ -87,22 +87,7 @@ def generate_pki(directory: Path) -> Pki:
         subject = x509.Name([*attrs, x509.NameAttribute(NameOID.COMMON_NAME, cn)])
         usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
         builder = (
-            _base(subject, issuer_cert.subject, key.public_key(), now)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    key_encipherment=False,
-                    key_cert_sign=False,
-                    crl_sign=False,
-                    content_commitment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
+            _base(subject, issuer_cert.subject, key.public_key(), now, ca=False)
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
@@ -173,22 +158,7 @@ def _self_signed_ca(
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     cert = (
-        _base(name, name, key.public_key(), now)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        _base(name, name, key.public_key(), now, ca=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -196,8 +166,15 @@ def _self_signed_ca(
 
 
 def _base(
-    subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey, now: dt.datetime
+    subject: x509.Name,
+    issuer: x509.Name,
+    public_key: ec.EllipticCurvePublicKey,
+    now: dt.datetime,
+    *,
+    ca: bool,
 ) -> x509.CertificateBuilder:
+    """What CAs and leaves share: names, key, validity, and the basic constraints and key usage
+    of a CA (certificate and CRL signing) or a leaf (digital signature only)."""
     return (
         x509.CertificateBuilder()
         .subject_name(subject)
@@ -207,6 +184,21 @@ def _base(
         # Back-date a little: the components reject certificates "not yet valid" on skew.
         .not_valid_before(now - dt.timedelta(hours=1))
         .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=ca,
+                crl_sign=ca,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
     )
 
 

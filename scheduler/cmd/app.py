@@ -72,9 +72,6 @@ EVENT_FLUSH_ON_STOP = 2.0
 # DelegatingAuthenticationOptions.getClient), never throttled behind the scheduler's calls.
 REVIEW_QPS = 200.0
 REVIEW_BURST = 400
-#: Connections the scheduler's main client keeps alive: one per binding worker, and as many
-#: again for preemption's calls, the dispatcher and reads.
-API_CONNECTIONS = 2 * BINDING_WORKERS
 
 #: The cluster event each PodGroup source's changes become.
 GANG_EVENT_RESOURCES = {
@@ -146,9 +143,11 @@ class App:
             user_agent=f"kube-pysched/{__version__}",
         )
         self.client_config = client_config
-        # Bindings, preemption calls and the dispatcher share these connections; keeping as
-        # many alive as can be busy at once spares the API server a TLS handshake per request.
-        self.rest = RestClient(client_config, max_connections=API_CONNECTIONS)
+        binding_workers = max(BINDING_WORKERS, config.parallelism)
+        # Bindings, preemption calls, the dispatcher and reads share these connections: one per
+        # binding worker and as many again for the rest. Keeping as many alive as can be busy at
+        # once spares the API server a TLS handshake per request.
+        self.rest = RestClient(client_config, max_connections=2 * binding_workers)
         self.api = KubeApi(self.rest)
         # Events get their own client and rate limit, as kube-scheduler's event broadcaster.
         self.recorder = EventRecorder(
@@ -232,7 +231,7 @@ class App:
             pod_lookup=self.pods.get,
             clock=RealClock(),
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score or 0,
-            binding_workers=max(BINDING_WORKERS, config.parallelism),
+            binding_workers=binding_workers,
         )
         self.elector: LeaderElector | None = None
         self.stopped = threading.Event()

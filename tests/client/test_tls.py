@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 import structlog.testing
+from cryptography import x509
+from kubernetes import client as k8s
 
+from e2e.bench.rest import RestClient
 from e2e.cluster.certs import Pki, generate_pki
 from scheduler.client.config import ClientConfig
 from scheduler.client.rest import _ssl_context
@@ -100,10 +103,6 @@ def test_where_libssl_cannot_be_reached_the_chain_goes_out_with_a_warning(
 
 def test_the_benchmark_creator_sends_its_certificate_without_the_ca(pki: Pki) -> None:
     """The harness's bulk client costs the API server what the scheduler's does, per request."""
-    from kubernetes import client as k8s
-
-    from e2e.bench.rest import RestClient
-
     client_pair = next(iter(pki.clients.values()))
     conf = k8s.Configuration()
     conf.host = "https://localhost:6443"
@@ -119,7 +118,6 @@ def test_the_benchmark_creator_sends_its_certificate_without_the_ca(pki: Pki) ->
 def test_the_front_proxy_ca_signs_only_the_front_proxy_identity(pki: Pki) -> None:
     """With a requestheader CA of its own (kubeadm's layout) a client certificate fails the
     front-proxy verification at once instead of being verified twice on every request."""
-    from cryptography import x509
 
     def load(path: Path) -> x509.Certificate:
         return x509.load_pem_x509_certificate(path.read_bytes())
