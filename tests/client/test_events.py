@@ -13,6 +13,7 @@ from scheduler import metrics
 from scheduler.api.errors import ApiConnectionError, ApiError
 from scheduler.api.objects import Pod
 from scheduler.client.events import (
+    DEFAULT_SENDERS,
     FINISH_TIME,
     EventRecorder,
     ObjectRef,
@@ -260,9 +261,11 @@ def test_object_ref_of_a_node_is_cluster_scoped() -> None:
 
 
 def test_several_writes_are_in_flight_at_once(api: FakeEventsApi) -> None:
-    """A slow API server must not make events queue behind one write at a time: four
-    creates meet at a barrier, which a recorder writing one at a time would never reach."""
-    barrier = threading.Barrier(4, timeout=10)
+    """A slow API server must not make events queue behind a few writes at a time: as many
+    creates as the scheduler has bindings in flight (64) meet at a barrier, which a recorder
+    with fewer writers would never reach."""
+    assert DEFAULT_SENDERS >= 64
+    barrier = threading.Barrier(DEFAULT_SENDERS, timeout=10)
     create = api.create_event
 
     def create_when_four_are_waiting(namespace: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -270,17 +273,17 @@ def test_several_writes_are_in_flight_at_once(api: FakeEventsApi) -> None:
         return create(namespace, event)
 
     api.create_event = create_when_four_are_waiting  # type: ignore[method-assign]
-    rec = EventRecorder(api, senders=4)  # type: ignore[arg-type]
+    rec = EventRecorder(api)  # type: ignore[arg-type]
     rec.start()
     try:
-        for i in range(8):
+        for i in range(2 * DEFAULT_SENDERS):
             rec.eventf(pod(str(i)), None, "Normal", "Scheduled", "Binding", "ok")
         assert rec.flush(15)
     finally:
         rec.stop()
     assert not barrier.broken
-    assert (rec.sent, rec.failed) == (8, 0)
-    assert len(api.created) == 8
+    assert (rec.sent, rec.failed) == (2 * DEFAULT_SENDERS, 0)
+    assert len(api.created) == 2 * DEFAULT_SENDERS
 
 
 def test_an_event_its_series_created_first_is_not_a_failure(
