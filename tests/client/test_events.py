@@ -268,11 +268,11 @@ def test_several_writes_are_in_flight_at_once(api: FakeEventsApi) -> None:
     barrier = threading.Barrier(DEFAULT_SENDERS, timeout=10)
     create = api.create_event
 
-    def create_when_four_are_waiting(namespace: str, event: dict[str, Any]) -> dict[str, Any]:
+    def create_when_all_are_waiting(namespace: str, event: dict[str, Any]) -> dict[str, Any]:
         barrier.wait()
         return create(namespace, event)
 
-    api.create_event = create_when_four_are_waiting  # type: ignore[method-assign]
+    api.create_event = create_when_all_are_waiting  # type: ignore[method-assign]
     rec = EventRecorder(api)  # type: ignore[arg-type]
     rec.start()
     try:
