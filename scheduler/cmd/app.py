@@ -29,7 +29,6 @@ from scheduler.backend.queue import QueueProfile, SchedulingQueue
 from scheduler.client.api import KubeApi
 from scheduler.client.config import ConfigError as ClientConfigError
 from scheduler.client.config import load_client_config
-from scheduler.client.events import DEFAULT_SENDERS as EVENT_SENDERS
 from scheduler.client.events import EventRecorder
 from scheduler.client.gangs import GangInformers
 from scheduler.client.informer import (
@@ -149,9 +148,12 @@ class App:
         # once spares the API server a TLS handshake per request.
         self.rest = RestClient(client_config, max_connections=2 * binding_workers)
         self.api = KubeApi(self.rest)
-        # Events get their own client and rate limit, as kube-scheduler's event broadcaster.
+        # Events get their own client and rate limit, as kube-scheduler's event broadcaster, and
+        # as many writers as binding workers: every bound pod writes a Scheduled Event, so fewer
+        # writers would leave Events to drain after the pods are bound (change 44).
         self.recorder = EventRecorder(
-            KubeApi(RestClient(client_config, max_connections=EVENT_SENDERS))
+            KubeApi(RestClient(client_config, max_connections=binding_workers)),
+            senders=binding_workers,
         )
         self.cache = Cache()
         self.cache.export_metrics()
