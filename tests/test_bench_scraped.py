@@ -18,6 +18,7 @@ from e2e.bench.scraped import (
     api_request_figures,
     api_request_latency_figures,
     api_server_figures,
+    cluster_pod_lists,
     gc_figures,
     gc_pauses,
     go_cpu_class_figures,
@@ -158,6 +159,30 @@ def test_api_requests_are_the_served_requests_increase_by_verb_and_resource() ->
     after = api_request_counts(API_SERVER_TEXT % {"bindings": 25, "status": 3, "scrapes": 2})
     assert before["POST pods/binding"] == 11  # summed over the response codes
     assert api_request_figures(before, after) == {"GET /metrics": 1, "POST pods/binding": 15}
+
+
+POD_LISTS_TEXT = """\
+# HELP apiserver_request_total Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",\
+scope="cluster",subresource="",verb="LIST",version="v1"} %(cluster)d
+apiserver_request_total{code="504",component="apiserver",dry_run="",group="",resource="pods",\
+scope="cluster",subresource="",verb="LIST",version="v1"} 7
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",\
+scope="namespace",subresource="",verb="LIST",version="v1"} 30
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",\
+scope="cluster",subresource="",verb="LIST",version="v1"} 40
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="metrics.k8s.io",\
+resource="pods",scope="cluster",subresource="",verb="LIST",version="v1beta1"} 50
+"""
+
+
+def test_cluster_pod_lists_count_the_lists_of_pods_in_every_namespace() -> None:
+    """kwok's one LIST per node (spec.nodeName=<node>), answered or not (kwok does not retry):
+    the harness waits for as many as it created nodes; namespaced lists and other resources are
+    someone else's."""
+    assert cluster_pod_lists(POD_LISTS_TEXT % {"cluster": 1001}) == 1001 + 7
+    assert cluster_pod_lists(API_SERVER_TEXT % {"bindings": 1, "status": 1, "scrapes": 1}) == 0
 
 
 def test_api_refusals_are_the_non_2xx_requests_by_kind_and_code() -> None:

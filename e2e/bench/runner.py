@@ -46,6 +46,7 @@ from e2e.bench.schedulers import (
 )
 from e2e.bench.scraped import (
     api_server_figures,
+    cluster_pod_lists,
     keep_metrics,
     scrape,
     scraped_figures,
@@ -71,6 +72,8 @@ CLEANUP_TIMEOUT = 600.0
 # How long cleanup waits for a DeleteCollection to take effect before asking again.
 DELETE_RETRY_SECONDS = 30.0
 NODE_READY_SECONDS_EACH = 0.15
+# kwok's pod LIST per node, one at a time: about 40 ms each at 5000 nodes (session 48); generous.
+KWOK_NODE_SYNC_SECONDS_EACH = 0.2
 # Waiting for kwok to make the init pods Running: generous, 0.1 s each (20 000 at PreemptionAsync
 # 5000); the record's phases_seconds.init_pods_running says how long it took.
 INIT_POD_RUNNING_SECONDS_EACH = 0.1
@@ -282,6 +285,7 @@ class Run:
         refused = owner_refusal(self.workload, self.mode, self.create_qps)
         if refused is not None:
             raise ValueError(refused)
+        lists_before = self._cluster_pod_lists()
         with self._phase("setup"):
             wait_default_service_account(self.api(), self.namespace)
             self.create_nodes(range(self.size.nodes))
@@ -289,6 +293,8 @@ class Run:
             self.create_volumes()
             self.create_init_pods()
             self.create_groups()
+        with self._phase("kwok_node_sync"):
+            self._wait_kwok_node_sync(lists_before)
         if self.backlog:
             return self._execute_backlog()
         config = self.scheduler_config()
@@ -777,6 +783,39 @@ class Run:
 
         timeout = max(300.0, INIT_POD_RUNNING_SECONDS_EACH * self.size.init_pods)
         wait_for(running, timeout=timeout, what="kwok to make the init pods Running", interval=1.0)
+
+    def _cluster_pod_lists(self) -> float | None:
+        text = self._api_server_metrics()
+        return None if text is None else cluster_pod_lists(text)
+
+    def _wait_kwok_node_sync(self, before: float | None) -> None:
+        """Until kwok has listed every node's pods once: it does when it first holds a node's
+        Lease, one LIST after another (podsOnNodeSyncParallelism 1), and at 5000 nodes the last
+        came 3.5 minutes after the nodes, past the end of setup. They had fallen into the first
+        seconds of the window, more of them into kube-scheduler's, which opens 1-2 s sooner
+        after setup than kube-pysched's: 44-113 LISTs in nine of its 1000-node windows, 1 367 in
+        one at 5000 (docs/benchmarks.md, harness change 29)."""
+        if before is None:
+            print(
+                "warning: cannot tell whether kwok has listed every node's pods; their LISTs "
+                "may fall into the window",
+                file=sys.stderr,
+            )
+            return
+        wanted = before + self.size.nodes
+
+        def synced() -> bool | str:
+            lists = self._cluster_pod_lists()
+            if lists is None:
+                return "the API server's /metrics could not be read"
+            return lists >= wanted or f"{lists - before:.0f} of {self.size.nodes} nodes listed"
+
+        wait_for(
+            synced,
+            timeout=max(300.0, KWOK_NODE_SYNC_SECONDS_EACH * self.size.nodes),
+            what="kwok to list the pods of every node",
+            interval=1.0,
+        )
 
     def _warm_up(self) -> None:
         """One tiny pod bound proves the scheduler has synced its caches and is scheduling."""

@@ -214,6 +214,19 @@ def api_request_counts(text: str) -> dict[str, float]:
     return _request_totals(text, _request_kind)
 
 
+def _cluster_pod_list(labels: dict[str, str]) -> str | None:
+    listed = (labels.get("verb"), labels.get("group"), labels.get("resource"), labels.get("scope"))
+    return "LIST pods" if listed == ("LIST", "", "pods", "cluster") else None
+
+
+def cluster_pod_lists(text: str) -> float:
+    """The LISTs of pods across all namespaces the API server has answered so far, whatever the
+    answer (kwok does not retry a failed one). kwok makes one per node (`spec.nodeName=<node>`)
+    when it first holds the node's Lease; while a run is set up the harness lists namespaced and
+    the scheduler is not running yet."""
+    return _request_totals(text, _cluster_pod_list).get("LIST pods", 0.0)
+
+
 def _refusal_kind(labels: dict[str, str]) -> str | None:
     code = labels.get("code", "")
     return None if code.startswith("2") else f"{_request_kind(labels)} {code or '?'}"
