@@ -793,8 +793,8 @@ class Run:
         Lease, one LIST after another (podsOnNodeSyncParallelism 1), and at 5000 nodes the last
         came 3.5 minutes after the nodes, past the end of setup. They had fallen into the first
         seconds of the window, more of them into kube-scheduler's, which opens 1-2 s sooner
-        after setup than kube-pysched's: 44-113 LISTs in nine of its 1000-node windows, 1 367 in
-        one at 5000 (docs/benchmarks.md, harness change 29)."""
+        after setup than kube-pysched's: 20-113 LISTs in nine of its fourteen 1000-node windows,
+        up to 1 427 in one at 5000 (docs/benchmarks.md, harness change 29)."""
         if before is None:
             print(
                 "warning: cannot tell whether kwok has listed every node's pods; their LISTs "
