@@ -40,13 +40,15 @@ from e2e.bench.measure import (
     CpuSnapshot,
     PodTimes,
     PodWatcher,
+    added_between,
     cpu_breakdown,
     cpu_snapshot,
     process_usage,
+    read_write_calls,
     runqueue_waits,
     summarize,
+    thread_schedstats,
     throughput_samples,
-    waited_between,
 )
 from e2e.bench.pinning import capacity_cpus, thread_cpus
 from e2e.bench.report import COLUMNS, markdown_cpu_table, one_line, table
@@ -279,11 +281,63 @@ def test_cpu_breakdown_reads_steal_and_interrupts_over_the_window() -> None:
     assert figures["machine_cpu_seconds_by_class"] == {"steal": 1.5, "interrupts": 0.5}
 
 
+def test_cpu_breakdown_counts_timeslices_like_waits() -> None:
+    # b's thread 5 was put on a CPU 40 more times, thread 6 started in the window (10).
+    before = CpuSnapshot(100.0, 50.0, {"b": 1.0}, {}, {}, {"b": {"5": 100.0}})
+    after = CpuSnapshot(104.0, 57.0, {"b": 2.0}, {}, {}, {"b": {"5": 140.0, "6": 10.0}})
+    assert cpu_breakdown(before, after)["timeslices_by_process"] == {"b": 50}
+
+
+def test_cpu_breakdown_counts_read_and_write_calls_over_the_window() -> None:
+    before = CpuSnapshot(100.0, 50.0, {"b": 1.0}, read_write_by_process={"b": (10, 1000)})
+    after = CpuSnapshot(104.0, 57.0, {"b": 2.0}, read_write_by_process={"b": (25, 4000)})
+    figures = cpu_breakdown(before, after)
+    assert figures["read_write_calls_by_process"] == {"b": 15}
+    assert figures["read_write_bytes_by_process"] == {"b": 3000}
+
+
+def test_read_write_calls_count_a_child_writing_to_a_pipe() -> None:
+    # 100 writes of 10 bytes to a pipe, each a write(2) /proc/PID/io counts.
+    writer = "import os, sys\nfor _ in range(100): os.write(1, b'0123456789')\ninput()"
+    child = subprocess.Popen(
+        [sys.executable, "-c", writer], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert child.stdout is not None
+        assert len(child.stdout.read(1000)) == 1000
+        calls, moved = read_write_calls(child.pid)
+        assert calls >= 100 and moved >= 1000
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_timeslices_count_each_wake_up_of_a_sleeping_thread() -> None:
+    # A process that sleeps 200 times is put back on a CPU at least once per wake-up.
+    nap = "import time\nfor _ in range(200): time.sleep(0.001)\ninput()"
+    napper = subprocess.Popen([sys.executable, "-c", nap], stdin=subprocess.PIPE)
+    try:
+        before = thread_schedstats(napper.pid)
+        wait_for(
+            lambda: (
+                sum(n for _, n in thread_schedstats(napper.pid).values())
+                - sum(n for _, n in before.values())
+                >= 200
+            ),
+            timeout=30,
+            what="200 wake-ups of the napping process",
+        )
+    finally:
+        napper.kill()
+        napper.wait()
+
+
 def test_cpu_snapshot_reads_this_process_and_skips_one_that_is_gone() -> None:
     snap = cpu_snapshot({"me": os.getpid(), "gone": 2**22 + 1})
     assert set(snap.by_process) == {"me"} and snap.machine_busy_seconds > 0
     assert set(snap.by_class) == {"steal", "interrupts"}
-    assert set(snap.waiting_by_process) == {"me"}
+    assert set(snap.waiting_by_process) == set(snap.timeslices_by_process) == {"me"}
+    assert set(snap.read_write_by_process) == {"me"}
 
 
 def test_runqueue_wait_grows_while_two_processes_share_one_cpu() -> None:
@@ -298,7 +352,7 @@ def test_runqueue_wait_grows_while_two_processes_share_one_cpu() -> None:
             timeout=30,
             what="the first spinner's 0.3 s of CPU",
         )
-        assert waited_between(before, runqueue_waits(spinners[0].pid)) > 0.1
+        assert added_between(before, runqueue_waits(spinners[0].pid)) > 0.1
     finally:
         for p in spinners:
             p.kill()

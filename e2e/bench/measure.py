@@ -197,22 +197,42 @@ def process_usage(pid: int) -> ProcessUsage:
     return ProcessUsage(cpu, peak)
 
 
-def runqueue_waits(pid: int) -> dict[str, float]:
-    """Seconds each of the process's threads has spent runnable but waiting for a CPU so far,
-    by thread id (the second field of /proc/PID/task/TID/schedstat)."""
-    out: dict[str, float] = {}
+def read_write_calls(pid: int) -> tuple[int, int]:
+    """read- and write-like system calls a process has made so far and the bytes they moved
+    (syscr + syscw, rchar + wchar of /proc/PID/io, which count sockets read with read(2) and
+    written with write(2), as Go's network code does, but not recv(2) or send(2))."""
+    io: dict[str, int] = {}
+    with open(f"/proc/{pid}/io") as f:
+        for line in f:
+            key, value = line.split(":")
+            io[key] = int(value)
+    return io["syscr"] + io["syscw"], io["rchar"] + io["wchar"]
+
+
+def thread_schedstats(pid: int) -> dict[str, tuple[float, int]]:
+    """Each of the process's threads' seconds spent runnable but waiting for a CPU so far, and
+    how many times it has been put on a CPU (its timeslices: one per switch to it), by thread
+    id (the second and third fields of /proc/PID/task/TID/schedstat)."""
+    out: dict[str, tuple[float, int]] = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                out[tid] = int(f.read().split()[1]) / 1e9
+                fields = f.read().split()
         except (FileNotFoundError, ProcessLookupError):
             continue  # the thread exited between the listing and the read
+        out[tid] = (int(fields[1]) / 1e9, int(fields[2]))
     return out
 
 
-def waited_between(before: Mapping[str, float], after: Mapping[str, float]) -> float:
-    """Seconds a process's threads waited for a CPU between two runqueue_waits readings: a
-    thread started in between counts from zero, one that exited takes its part with it."""
+def runqueue_waits(pid: int) -> dict[str, float]:
+    """Seconds each of the process's threads has spent waiting for a CPU so far, by thread id."""
+    return {tid: waited for tid, (waited, _) in thread_schedstats(pid).items()}
+
+
+def added_between(before: Mapping[str, float], after: Mapping[str, float]) -> float:
+    """What a process's threads added to a per-thread counter between two readings (seconds
+    waited for a CPU, timeslices): a thread started in between counts from zero, one that
+    exited takes its part with it."""
     return sum(seconds - before.get(tid, 0.0) for tid, seconds in after.items())
 
 
@@ -229,6 +249,10 @@ class CpuSnapshot:
     #: something else on our virtual CPUs) and `interrupts` (hard and soft IRQs, e.g. the
     #: loopback network's packets, charged to whichever task they interrupted)
     by_class: dict[str, float] = field(default_factory=dict)
+    #: timeslices so far by process and thread (thread_schedstats): how often each was woken
+    timeslices_by_process: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: read_write_calls so far by process
+    read_write_by_process: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
@@ -242,13 +266,20 @@ def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
     by_class = {"steal": ticks[7] / hz, "interrupts": (ticks[5] + ticks[6]) / hz}
     by_process: dict[str, float] = {}
     waiting: dict[str, dict[str, float]] = {}
+    timeslices: dict[str, dict[str, float]] = {}
+    read_write: dict[str, tuple[int, int]] = {}
     for name, pid in pids.items():
         try:
             by_process[name] = process_usage(pid).cpu_seconds
-            waiting[name] = runqueue_waits(pid)
+            threads = thread_schedstats(pid)
+            read_write[name] = read_write_calls(pid)
         except (FileNotFoundError, ProcessLookupError):
             continue
-    return CpuSnapshot(time.monotonic(), busy, by_process, waiting, by_class)
+        waiting[name] = {tid: waited for tid, (waited, _) in threads.items()}
+        timeslices[name] = {tid: float(count) for tid, (_, count) in threads.items()}
+    return CpuSnapshot(
+        time.monotonic(), busy, by_process, waiting, by_class, timeslices, read_write
+    )
 
 
 def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
@@ -261,7 +292,12 @@ def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
     under it);
     `runqueue_wait_seconds_by_process` how long each one's threads waited for a CPU (added
     over threads, so it can exceed the window; a thread that exited in the window is left
-    out), which says whether a process did less because it was starved of CPU.
+    out), which says whether a process did less because it was starved of CPU, and
+    `timeslices_by_process` how many times its threads were put on a CPU (counted the same
+    way), which says how often it was woken for what it did: a server woken once per request
+    spends more on switches than one that finds many requests waiting at each wake-up;
+    `read_write_calls_by_process` and `read_write_bytes_by_process` the system calls and
+    bytes of read_write_calls (for Go servers: their network reads and writes).
     """
     wall = after.at - before.at
     used = {
@@ -272,7 +308,7 @@ def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
     busy = after.machine_busy_seconds - before.machine_busy_seconds
     used["other"] = round(max(0.0, busy - sum(used.values())), 2)
     waited = {
-        name: round(waited_between(before.waiting_by_process[name], threads), 2)
+        name: round(added_between(before.waiting_by_process[name], threads), 2)
         for name, threads in after.waiting_by_process.items()
         if name in before.waiting_by_process
     }
@@ -282,6 +318,19 @@ def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
         "cpu_seconds_by_process": used,
         "runqueue_wait_seconds_by_process": waited,
     }
+    if before.timeslices_by_process and after.timeslices_by_process:
+        out["timeslices_by_process"] = {
+            name: round(added_between(before.timeslices_by_process[name], threads))
+            for name, threads in after.timeslices_by_process.items()
+            if name in before.timeslices_by_process
+        }
+    common = after.read_write_by_process.keys() & before.read_write_by_process.keys()
+    if common:
+        for i, key in enumerate(("read_write_calls_by_process", "read_write_bytes_by_process")):
+            out[key] = {
+                name: after.read_write_by_process[name][i] - before.read_write_by_process[name][i]
+                for name in sorted(common)
+            }
     if before.by_class and after.by_class:
         out["machine_cpu_seconds_by_class"] = {
             key: round(after.by_class[key] - before.by_class[key], 2) for key in after.by_class
