@@ -200,7 +200,7 @@ def process_usage(pid: int) -> ProcessUsage:
 def read_write_calls(pid: int) -> tuple[int, int]:
     """read- and write-like system calls a process has made so far and the bytes they moved
     (syscr + syscw, rchar + wchar of /proc/PID/io, which count sockets read with read(2) and
-    written with write(2), as Go's network code does, but not recv(2) or send(2))."""
+    written with write(2), as Go's network code and OpenSSL do, but not recv(2) or send(2))."""
     io: dict[str, int] = {}
     with open(f"/proc/{pid}/io") as f:
         for line in f:
