@@ -40,12 +40,12 @@ from e2e.bench.measure import (
     CpuSnapshot,
     PodTimes,
     PodWatcher,
+    ReadWrite,
     added_between,
     cpu_breakdown,
     cpu_snapshot,
     process_usage,
     read_write_calls,
-    runqueue_waits,
     summarize,
     thread_schedstats,
     throughput_samples,
@@ -289,8 +289,8 @@ def test_cpu_breakdown_counts_timeslices_like_waits() -> None:
 
 
 def test_cpu_breakdown_counts_read_and_write_calls_over_the_window() -> None:
-    before = CpuSnapshot(100.0, 50.0, {"b": 1.0}, read_write_by_process={"b": (10, 1000)})
-    after = CpuSnapshot(104.0, 57.0, {"b": 2.0}, read_write_by_process={"b": (25, 4000)})
+    before = CpuSnapshot(100.0, 50.0, {"b": 1.0}, read_write_by_process={"b": ReadWrite(10, 1000)})
+    after = CpuSnapshot(104.0, 57.0, {"b": 2.0}, read_write_by_process={"b": ReadWrite(25, 4000)})
     figures = cpu_breakdown(before, after)
     assert figures["read_write_calls_by_process"] == {"b": 15}
     assert figures["read_write_bytes_by_process"] == {"b": 3000}
@@ -317,13 +317,9 @@ def test_timeslices_count_each_wake_up_of_a_sleeping_thread() -> None:
     nap = "import time\nfor _ in range(200): time.sleep(0.001)\ninput()"
     napper = subprocess.Popen([sys.executable, "-c", nap], stdin=subprocess.PIPE)
     try:
-        before = thread_schedstats(napper.pid)
+        before = thread_schedstats(napper.pid).timeslices
         wait_for(
-            lambda: (
-                sum(n for _, n in thread_schedstats(napper.pid).values())
-                - sum(n for _, n in before.values())
-                >= 200
-            ),
+            lambda: added_between(before, thread_schedstats(napper.pid).timeslices) >= 200,
             timeout=30,
             what="200 wake-ups of the napping process",
         )
@@ -346,13 +342,13 @@ def test_runqueue_wait_grows_while_two_processes_share_one_cpu() -> None:
     spin = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
     spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
     try:
-        before = runqueue_waits(spinners[0].pid)
+        before = thread_schedstats(spinners[0].pid).waits
         wait_for(
             lambda: process_usage(spinners[0].pid).cpu_seconds >= 0.3,
             timeout=30,
             what="the first spinner's 0.3 s of CPU",
         )
-        assert added_between(before, runqueue_waits(spinners[0].pid)) > 0.1
+        assert added_between(before, thread_schedstats(spinners[0].pid).waits) > 0.1
     finally:
         for p in spinners:
             p.kill()

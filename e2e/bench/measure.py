@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubernetes import client as k8s
 from kubernetes.watch.watch import iter_resp_lines
@@ -197,36 +197,45 @@ def process_usage(pid: int) -> ProcessUsage:
     return ProcessUsage(cpu, peak)
 
 
-def read_write_calls(pid: int) -> tuple[int, int]:
-    """read- and write-like system calls a process has made so far and the bytes they moved
-    (syscr + syscw, rchar + wchar of /proc/PID/io, which count sockets read with read(2) and
-    written with write(2), as Go's network code and OpenSSL do, but not recv(2) or send(2))."""
+class ReadWrite(NamedTuple):
+    """A process's read- and write-like system calls so far and the bytes they moved."""
+
+    calls: int
+    bytes: int
+
+
+def read_write_calls(pid: int) -> ReadWrite:
+    """syscr + syscw and rchar + wchar of /proc/PID/io, which count sockets read with read(2)
+    and written with write(2), as Go's network code and OpenSSL do, but not recv(2) or
+    send(2)."""
     io: dict[str, int] = {}
     with open(f"/proc/{pid}/io") as f:
         for line in f:
             key, value = line.split(":")
             io[key] = int(value)
-    return io["syscr"] + io["syscw"], io["rchar"] + io["wchar"]
+    return ReadWrite(io["syscr"] + io["syscw"], io["rchar"] + io["wchar"])
 
 
-def thread_schedstats(pid: int) -> dict[str, tuple[float, int]]:
-    """Each of the process's threads' seconds spent runnable but waiting for a CPU so far, and
-    how many times it has been put on a CPU (its timeslices: one per switch to it), by thread
-    id (the second and third fields of /proc/PID/task/TID/schedstat)."""
-    out: dict[str, tuple[float, int]] = {}
+class ThreadStats(NamedTuple):
+    """Per thread id: seconds spent runnable but waiting for a CPU so far, and how many times
+    the thread has been put on a CPU (its timeslices: one per switch to it)."""
+
+    waits: dict[str, float]
+    timeslices: dict[str, float]
+
+
+def thread_schedstats(pid: int) -> ThreadStats:
+    """The second and third fields of /proc/PID/task/TID/schedstat for each of its threads."""
+    stats = ThreadStats({}, {})
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                 fields = f.read().split()
         except (FileNotFoundError, ProcessLookupError):
             continue  # the thread exited between the listing and the read
-        out[tid] = (int(fields[1]) / 1e9, int(fields[2]))
-    return out
-
-
-def runqueue_waits(pid: int) -> dict[str, float]:
-    """Seconds each of the process's threads has spent waiting for a CPU so far, by thread id."""
-    return {tid: waited for tid, (waited, _) in thread_schedstats(pid).items()}
+        stats.waits[tid] = int(fields[1]) / 1e9
+        stats.timeslices[tid] = int(fields[2])
+    return stats
 
 
 def added_between(before: Mapping[str, float], after: Mapping[str, float]) -> float:
@@ -252,7 +261,7 @@ class CpuSnapshot:
     #: timeslices so far by process and thread (thread_schedstats): how often each was woken
     timeslices_by_process: dict[str, dict[str, float]] = field(default_factory=dict)
     #: read_write_calls so far by process
-    read_write_by_process: dict[str, tuple[int, int]] = field(default_factory=dict)
+    read_write_by_process: dict[str, ReadWrite] = field(default_factory=dict)
 
 
 def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
@@ -267,16 +276,14 @@ def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
     by_process: dict[str, float] = {}
     waiting: dict[str, dict[str, float]] = {}
     timeslices: dict[str, dict[str, float]] = {}
-    read_write: dict[str, tuple[int, int]] = {}
+    read_write: dict[str, ReadWrite] = {}
     for name, pid in pids.items():
         try:
             by_process[name] = process_usage(pid).cpu_seconds
-            threads = thread_schedstats(pid)
+            waiting[name], timeslices[name] = thread_schedstats(pid)
             read_write[name] = read_write_calls(pid)
         except (FileNotFoundError, ProcessLookupError):
             continue
-        waiting[name] = {tid: waited for tid, (waited, _) in threads.items()}
-        timeslices[name] = {tid: float(count) for tid, (_, count) in threads.items()}
     return CpuSnapshot(
         time.monotonic(), busy, by_process, waiting, by_class, timeslices, read_write
     )
@@ -324,13 +331,15 @@ def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
             for name, threads in after.timeslices_by_process.items()
             if name in before.timeslices_by_process
         }
-    common = after.read_write_by_process.keys() & before.read_write_by_process.keys()
+    rw_before, rw_after = before.read_write_by_process, after.read_write_by_process
+    common = sorted(rw_after.keys() & rw_before.keys())
     if common:
-        for i, key in enumerate(("read_write_calls_by_process", "read_write_bytes_by_process")):
-            out[key] = {
-                name: after.read_write_by_process[name][i] - before.read_write_by_process[name][i]
-                for name in sorted(common)
-            }
+        out["read_write_calls_by_process"] = {
+            name: rw_after[name].calls - rw_before[name].calls for name in common
+        }
+        out["read_write_bytes_by_process"] = {
+            name: rw_after[name].bytes - rw_before[name].bytes for name in common
+        }
     if before.by_class and after.by_class:
         out["machine_cpu_seconds_by_class"] = {
             key: round(after.by_class[key] - before.by_class[key], 2) for key in after.by_class
