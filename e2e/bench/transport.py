@@ -16,8 +16,10 @@ requests:
 
 Clients: kube-pysched's RestClient through KubeApi (its transport.py, with its metrics and
 retry bookkeeping; client-side rate limiting off), urllib3.PoolManager, httpx.Client (HTTP/1.1,
-if installed) and http.client.HTTPSConnection, all with one SSLContext (the kubeconfig's CA and
-client certificate). Requests alternate between clients round by round; medians are printed.
+and HTTP/2 with the h2 package, if installed) and http.client.HTTPSConnection, all with the
+kubeconfig's CA and client certificate (one SSLContext; the HTTP/2 clients get their own), and
+the h2 package's state machine on a bare TLS socket, the least any HTTP/2 client in Python
+costs. Requests alternate between clients round by round; medians are printed.
 """
 
 from __future__ import annotations
@@ -306,6 +308,123 @@ class Httpx(_Base):
         self.client.close()
 
 
+class HttpxHttp2(Httpx):
+    """httpx over HTTP/2 (the h2 package), as kube-scheduler's client-go talks to the API server.
+
+    Its SSLContext must be its own: httpcore sets the context's ALPN protocols to offer h2, which
+    would make the API server answer the HTTP/1.1-only clients' connections in HTTP/2.
+    """
+
+    name = "httpx Client (HTTP/2)"
+
+    def __init__(self, server: str, ctx: Any) -> None:
+        import httpx
+
+        _Base.__init__(self, server, ctx)
+        self.client = httpx.Client(base_url=server, verify=ctx, http1=False, http2=True)
+
+    def send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> bytes:
+        resp = self.client.request(method, path, content=body, headers=headers)
+        _check(resp.status_code, f"{method} {path}", resp.content)
+        if resp.http_version != "HTTP/2":
+            raise RuntimeError(f"{self.name}: answered in {resp.http_version}")
+        return resp.content
+
+
+class H2Direct(_Base):
+    """The h2 state machine on one TLS socket, with nothing around it: what any HTTP/2 client
+    written in Python costs at least (as transport.py is for HTTP/1.1)."""
+
+    name = "h2 on a socket (HTTP/2)"
+
+    def __init__(self, server: str, ctx: Any) -> None:
+        import socket
+
+        import h2.config
+        import h2.connection
+
+        super().__init__(server, ctx)
+        host, port = server.removeprefix("https://").rsplit(":", 1)
+        ctx.set_alpn_protocols(["h2"])
+        self.sock = ctx.wrap_socket(
+            socket.create_connection((host, int(port)), timeout=60), server_hostname=host
+        )
+        if self.sock.selected_alpn_protocol() != "h2":
+            raise RuntimeError(f"{self.name}: the server did not agree to h2")
+        self.conn = h2.connection.H2Connection(
+            h2.config.H2Configuration(client_side=True, header_encoding=None)
+        )
+        self.conn.initiate_connection()
+        self.sock.sendall(self.conn.data_to_send())
+        self.authority = f"{host}:{port}".encode()
+
+    def _start(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> int:
+        stream = int(self.conn.get_next_available_stream_id())
+        fields = [
+            (b":method", method.encode()),
+            (b":scheme", b"https"),
+            (b":authority", self.authority),
+            (b":path", path.encode()),
+        ]
+        fields += [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+        self.conn.send_headers(stream, fields, end_stream=body is None)
+        if body is not None:
+            self.conn.send_data(stream, body, end_stream=True)
+        self.sock.sendall(self.conn.data_to_send())
+        return stream
+
+    def _events(self, stream: int) -> Iterator[Any]:
+        """The stream's events as the socket delivers them; flow-control credit returned."""
+        import h2.events
+
+        while True:
+            data = self.sock.recv(65536)
+            if not data:
+                raise RuntimeError(f"{self.name}: connection closed")
+            for ev in self.conn.receive_data(data):
+                if isinstance(ev, h2.events.DataReceived):
+                    self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                if getattr(ev, "stream_id", None) == stream:
+                    yield ev
+            out = self.conn.data_to_send()
+            if out:
+                self.sock.sendall(out)
+
+    def send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> bytes:
+        import h2.events
+
+        stream = self._start(method, path, body, headers)
+        status, chunks = 0, []
+        for ev in self._events(stream):
+            if isinstance(ev, h2.events.ResponseReceived):
+                status = int(dict(ev.headers)[b":status"])
+            elif isinstance(ev, h2.events.DataReceived):
+                chunks.append(ev.data)
+            elif isinstance(ev, h2.events.StreamEnded | h2.events.StreamReset):
+                break
+        data = b"".join(chunks)
+        _check(status, f"{method} {path}", data)
+        return data
+
+    @contextlib.contextmanager
+    def watch_chunks(self) -> Iterator[Iterator[bytes]]:
+        import h2.events
+
+        stream = self._start("GET", WATCH_PATH, None, self.headers)
+        data = (ev.data for ev in self._events(stream) if isinstance(ev, h2.events.DataReceived))
+        try:
+            yield data
+        finally:
+            self.conn.reset_stream(stream)
+            self.sock.sendall(self.conn.data_to_send())
+
+    def close(self) -> None:
+        self.conn.close_connection()
+        with contextlib.suppress(OSError):
+            self.sock.sendall(self.conn.data_to_send())
+        self.sock.close()
+
+
 class HttpClient(_Base):
     name = "http.client"
 
@@ -357,6 +476,14 @@ def run(
         clients.append(Httpx(config.server, ctx))
     except ImportError:
         print("httpx not installed: skipped", file=sys.stderr)
+    try:
+        clients.append(HttpxHttp2(config.server, _ssl_context(config)))
+    except ImportError:
+        print("httpx or h2 not installed: HTTP/2 skipped", file=sys.stderr)
+    try:
+        clients.append(H2Direct(config.server, _ssl_context(config)))
+    except ImportError:
+        print("h2 not installed: h2 on a socket skipped", file=sys.stderr)
     clients.append(HttpClient(config.server, ctx))
 
     from kubernetes import config as k8s_config
