@@ -200,6 +200,8 @@ def balanced_resource_score_matrix(requested: IntMatrix, allocatable: IntMatrix)
     """balanced_resource_score per column, with the same float operations in the same order."""
     k, m = allocatable.shape
     offered = allocatable != 0
+    if k == 2 and offered.all():
+        return _two_offered_score_matrix(requested, allocatable)
     fractions = np.minimum(
         requested.astype(np.float64) / np.where(offered, allocatable, 1).astype(np.float64), 1.0
     )
@@ -227,6 +229,15 @@ def balanced_resource_score_matrix(requested: IntMatrix, allocatable: IntMatrix)
             diff = fractions[i] - mean
             acc = np.where(offered[i], acc + diff * diff, acc)
         std = np.where(many, np.sqrt(acc / n), std)
+    out: IntMatrix = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+    return out
+
+
+def _two_offered_score_matrix(requested: IntMatrix, allocatable: IntMatrix) -> IntMatrix:
+    """The general form's two-fraction branch for every column (the default cpu and memory,
+    both offered everywhere): the same float operations, a third of the array operations."""
+    fractions = np.minimum(requested.astype(np.float64) / allocatable.astype(np.float64), 1.0)
+    std = np.abs((fractions[0] - fractions[1]) / 2)
     out: IntMatrix = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
     return out
 

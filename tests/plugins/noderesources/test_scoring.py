@@ -11,7 +11,10 @@ from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins.noderesources.resource_allocation import balanced_resource_score
+from scheduler.plugins.noderesources.resource_allocation import (
+    balanced_resource_score,
+    balanced_resource_score_matrix,
+)
 from scheduler.plugins.noderesources.shape import BrokenLinear
 from scheduler.testing import make_node, make_pod
 from tests.plugins.noderesources.helpers import build_balanced, build_fit, cluster
@@ -207,3 +210,27 @@ def test_balanced_resource_score(
     requested: list[int], allocatable: list[int], expected: int
 ) -> None:
     assert balanced_resource_score(requested, allocatable) == expected
+
+
+def test_balanced_score_matrix_two_offered_resources_match_the_general_form() -> None:
+    """Two resources offered on every node take a shorter path; it must give the general
+    form's scores (a third resource offered nowhere forces that form) and the per-node ones."""
+    rng = np.random.default_rng(7)
+    m = 2000
+    allocatable = np.vstack([rng.integers(1, 64_000, m), rng.integers(1, 1 << 40, m)])
+    # requests from nothing to past capacity, so fractions above 1 are capped as in Go
+    requested = (allocatable * rng.uniform(0, 1.3, (2, m))).astype(np.int64)
+    requested[:, :5] = allocatable[:, :5]  # exactly full
+    requested[:, 5:10] = 0
+    allocatable = allocatable.astype(np.int64)
+    fast = balanced_resource_score_matrix(requested, allocatable)
+    none = np.zeros((1, m), np.int64)
+    general = balanced_resource_score_matrix(
+        np.vstack([requested, none]), np.vstack([allocatable, none])
+    )
+    per_node = [
+        balanced_resource_score(requested[:, j].tolist(), allocatable[:, j].tolist())
+        for j in range(m)
+    ]
+    assert fast.tolist() == general.tolist() == per_node
+    assert len(set(per_node)) > 20  # the scores spread; not all 100
