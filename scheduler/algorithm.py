@@ -200,7 +200,7 @@ class SchedulingAlgorithm:
             if not filter_pass.needs_node_checks:
                 # Feasible rows in round-robin order from `start`, without building the order.
                 chosen_rows = _round_robin_hits(filter_pass.mask, start)[:num_to_find]
-                feasible = Feasible([infos[r] for r in chosen_rows.tolist()], chosen_rows)
+                feasible = Feasible(list(map(infos.__getitem__, chosen_rows.tolist())), chosen_rows)
                 if len(feasible.nodes) < num_to_find:
                     processed = n
                 else:

@@ -86,6 +86,10 @@ class _WeightedMeanOfResources:
         self, requested: IntMatrix, allocated: IntMatrix, allocatable: IntMatrix
     ) -> ScoreColumn:
         offered = allocatable != 0
+        if offered.all():  # every resource counts on every node: one weight sum for all
+            per = self.resource_matrix(requested, allocatable, allocatable)
+            total: IntMatrix = (per * self._weights).sum(axis=0)
+            return total // max(sum(self.weights), 1)
         safe = np.where(offered, allocatable, 1)
         per = self.resource_matrix(requested, allocatable, safe)
         return _weighted_mean(per, offered, self._weights)
