@@ -198,6 +198,12 @@ class Pysched(Client):
         self.rest.close()
 
 
+def _host_port(server: str) -> tuple[str, str]:
+    """Host and port of an https:// server URL."""
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    return host, port
+
+
 class _Base(Client):
     def __init__(self, server: str, ctx: Any) -> None:
         self.server = server
@@ -286,16 +292,21 @@ class Urllib3(_Base):
 
 class Httpx(_Base):
     name = "httpx Client (HTTP/1.1)"
+    http2 = False
 
     def __init__(self, server: str, ctx: Any) -> None:
         import httpx
 
         super().__init__(server, ctx)
-        self.client = httpx.Client(base_url=server, verify=ctx, http1=True, http2=False)
+        self.client = httpx.Client(
+            base_url=server, verify=ctx, http1=not self.http2, http2=self.http2
+        )
 
     def send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> bytes:
         resp = self.client.request(method, path, content=body, headers=headers)
         _check(resp.status_code, f"{method} {path}", resp.content)
+        if self.http2 and resp.http_version != "HTTP/2":
+            raise RuntimeError(f"{self.name}: answered in {resp.http_version}")
         return resp.content
 
     @contextlib.contextmanager
@@ -316,19 +327,7 @@ class HttpxHttp2(Httpx):
     """
 
     name = "httpx Client (HTTP/2)"
-
-    def __init__(self, server: str, ctx: Any) -> None:
-        import httpx
-
-        _Base.__init__(self, server, ctx)
-        self.client = httpx.Client(base_url=server, verify=ctx, http1=False, http2=True)
-
-    def send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> bytes:
-        resp = self.client.request(method, path, content=body, headers=headers)
-        _check(resp.status_code, f"{method} {path}", resp.content)
-        if resp.http_version != "HTTP/2":
-            raise RuntimeError(f"{self.name}: answered in {resp.http_version}")
-        return resp.content
+    http2 = True
 
 
 class H2Direct(_Base):
@@ -344,7 +343,7 @@ class H2Direct(_Base):
         import h2.connection
 
         super().__init__(server, ctx)
-        host, port = server.removeprefix("https://").rsplit(":", 1)
+        host, port = _host_port(server)
         ctx.set_alpn_protocols(["h2"])
         self.sock = ctx.wrap_socket(
             socket.create_connection((host, int(port)), timeout=60), server_hostname=host
@@ -430,7 +429,7 @@ class HttpClient(_Base):
 
     def __init__(self, server: str, ctx: Any) -> None:
         super().__init__(server, ctx)
-        host, port = server.removeprefix("https://").rsplit(":", 1)
+        host, port = _host_port(server)
         self.host, self.port = host, int(port)
         self.conn = http.client.HTTPSConnection(self.host, self.port, context=ctx, timeout=60)
 
