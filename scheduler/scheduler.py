@@ -32,7 +32,7 @@ log = structlog.get_logger(__name__)
 #: its bindings wait in the API server's queues rather than in the scheduler. With 16 (the
 #: `parallelism` default this pool had) the API server ran out of work in capacity windows and
 #: the control plane spent far more per pod in smaller batches: 233-329 against 482-505 pods/s
-#: at 5000 nodes (docs/benchmarks.md, "Capacity mode", session 46).
+#: at 5000 nodes in the benchmark's capacity mode.
 BINDING_WORKERS = 64
 
 

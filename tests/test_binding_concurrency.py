@@ -16,7 +16,7 @@ from scheduler.framework.registry import PluginSpec
 from scheduler.framework.status import Status
 from scheduler.scheduler import BINDING_WORKERS
 from scheduler.testing import make_node, make_pod
-from tests.core_harness import PROFILE, Harness, registry
+from scheduler.testing.harness import PROFILE, Harness, registry
 
 
 class GatheringBinder:

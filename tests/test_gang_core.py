@@ -16,7 +16,7 @@ from scheduler.framework.events import EventResource
 from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
 from scheduler.plugins import coscheduling
 from scheduler.testing import make_node
-from tests.core_harness import PROFILE, Harness, registry
+from scheduler.testing.harness import PROFILE, Harness, registry
 from tests.plugins.coscheduling.objects import member, pod_group
 
 

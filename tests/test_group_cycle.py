@@ -19,7 +19,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.schedule_group import GroupCycle, Unplaced, group_message
 from scheduler.schedule_one import Failure
 from scheduler.testing import make_node
-from tests.core_harness import Harness, poll
+from scheduler.testing.harness import Harness, poll
 from tests.plugins.coscheduling.objects import member, pod_group
 from tests.test_gang_core import harness
 

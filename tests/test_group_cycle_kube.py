@@ -22,8 +22,8 @@ from scheduler.features import FeatureGates
 from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
 from scheduler.plugins import default_preemption, gang_scheduling
 from scheduler.testing import make_node, make_pod
+from scheduler.testing.harness import PROFILE, Harness, poll, registry
 from tests.api.kube_pod_groups import kube_pod_group_json
-from tests.core_harness import PROFILE, Harness, poll, registry
 
 GATES = FeatureGates({"GenericWorkload": True})
 

@@ -30,8 +30,8 @@ from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSp
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins import coscheduling, default_preemption
 from scheduler.testing import make_node, make_pod
+from scheduler.testing.harness import PROFILE, Harness, poll, registry
 from tests.api.kube_pod_groups import kube_pod_group_json
-from tests.core_harness import PROFILE, Harness, poll, registry
 from tests.plugins.coscheduling.objects import member, pod_group
 
 ASYNC = "SchedulerAsyncPreemption"

@@ -17,10 +17,10 @@ from scheduler.features import FeatureGates
 from scheduler.framework.events import EVENT_NODE_ADD, ClusterEventWithHint, QueueingHint
 from scheduler.logging import configure_logging, reset_logging, v_enabled
 from scheduler.testing import make_node, make_pod
+from scheduler.testing.harness import Harness
 from tests.backend.queue.helpers import always, make_queue, pop_and_fail
 from tests.client.fake_apiserver import FakeApiServer, Response, status_body
 from tests.client.test_rest import client
-from tests.core_harness import Harness
 
 
 def sample(name: str, labels: dict[str, str] | None = None) -> float:

@@ -14,7 +14,7 @@ from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSp
 from scheduler.framework.registry import PluginSpec
 from scheduler.framework.status import Code, Status
 from scheduler.testing import make_node, make_pod
-from tests.core_harness import PROFILE, Harness, registry
+from scheduler.testing.harness import PROFILE, Harness, registry
 
 
 class SlowPreBind:

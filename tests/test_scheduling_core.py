@@ -14,7 +14,7 @@ from scheduler.framework.registry import PluginSpec, Registry
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo
 from scheduler.testing import make_node, make_pod
-from tests.core_harness import PROFILE, Harness, profile_spec, registry
+from scheduler.testing.harness import PROFILE, Harness, profile_spec, registry
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 from scheduler.api.objects import replace_pod
 from scheduler.framework.events import EVENT_NODE_ADD
 from scheduler.testing import make_node, make_pod
-from tests.core_harness import Harness, poll
+from scheduler.testing.harness import Harness, poll
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m e2e.bench.batching_loop [--nodes 1000] [--pods 1000] [--runs 3]
 
-The `Harness` of tests/core_harness.py (real cache, queue, framework and loop; fake API) runs
+The `Harness` of scheduler/testing/harness.py (real cache, queue, framework and loop; fake API) runs
 `schedule_one()` for N identical plain pods (100m / 500Mi, or `--cpu`) over nodes of 4 CPU /
 32Gi, with
 three profiles: the Harness's tiny plugins, the default plugins with `defaultingType: List`
@@ -26,7 +26,7 @@ from scheduler.framework.profile_spec import ProfileSpec
 from scheduler.logging import configure_logging
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import make_node, make_pod
-from tests.core_harness import Harness, profile_spec
+from scheduler.testing.harness import Harness, profile_spec
 
 
 def _spec(kind: str, name: str) -> tuple[ProfileSpec, bool]:

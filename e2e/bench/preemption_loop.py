@@ -34,7 +34,7 @@ from scheduler.logging import configure_logging
 from scheduler.plugins.default_preemption.plugin import DefaultPreemption
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import make_node, make_pod
-from tests.core_harness import Harness
+from scheduler.testing.harness import Harness
 
 
 @dataclass(order=True)

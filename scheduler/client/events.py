@@ -51,12 +51,12 @@ REPORTING_CONTROLLER = "kube-pysched"
 NOTE_LENGTH_LIMIT = 1024  # bytes, as the API validates events
 FIELD_LENGTH_LIMIT = 128  # reportingInstance, action, reason
 # A 5000-node PreemptionBasic storm (20 000 victims) queued more than 10 000 Events behind the
-# saturated API server (docs/benchmarks-history.md, session 30); a record is about 0.4 KB.
+# saturated API server; a record is about 0.4 KB.
 DEFAULT_BUFFER = 50000
 # Writes in flight; give the recorder's RestClient as many connections. The scheduler process gives
 # it one per binding worker (scheduler/cmd/app.py), 64 by default: every bound pod writes a
 # Scheduled Event, and with 16 writers a 5000-node drain left 6 000 of 10 000 Events to be written
-# after its pods were bound (docs/benchmarks.md, change 44). kube-scheduler writes each Event in a
+# after its pods were bound. kube-scheduler writes each Event in a
 # goroutine of its own.
 DEFAULT_SENDERS = 64
 MAX_TRIES = 12

@@ -6,7 +6,7 @@ beside the certificate. kube-apiserver verifies the client certificate on every 
 the peer's other certificates as intermediates, and a CA among them doubles each verification
 (0.17-0.25 ms instead of 0.09-0.11 ms here; twice per request where the request-header
 authenticator trusts the same CA): 22 % of the API server's CPU per bound pod in the 5000-node
-capacity drain (docs/benchmarks.md, "Capacity mode", session 45). The ssl module has no switch
+capacity drain. The ssl module has no switch
 for the mode, so it is set on the context's SSL_CTX through libssl.
 """
 

@@ -150,7 +150,7 @@ class App:
         self.api = KubeApi(self.rest)
         # Events get their own client and rate limit, as kube-scheduler's event broadcaster, and
         # as many writers as binding workers: every bound pod writes a Scheduled Event, so fewer
-        # writers would leave Events to drain after the pods are bound (change 44).
+        # writers would leave Events to drain after the pods are bound.
         self.recorder = EventRecorder(
             KubeApi(RestClient(client_config, max_connections=binding_workers)),
             senders=binding_workers,

@@ -7,7 +7,7 @@ serving certificate "localhost@<unix time>" for DNS localhost and IP 127.0.0.1 (
 address when it is a specific one), valid from an hour ago for a year; the chain served is the
 certificate followed by that CA. This module does the same with `cryptography`, which is
 imported only here: it costs about 8 MiB of resident memory, which a scheduler given its
-certificate, or serving no HTTPS, does not need (docs/benchmarks-history.md, session 24).
+certificate, or serving no HTTPS, does not need.
 """
 
 from __future__ import annotations

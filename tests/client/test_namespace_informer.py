@@ -13,8 +13,8 @@ from scheduler.client.backoff import Backoff
 from scheduler.client.config import ClientConfig
 from scheduler.client.informer import namespace_informer
 from scheduler.client.rest import RestClient
+from scheduler.testing.harness import poll
 from tests.client.fake_apiserver import FakeApiServer, Response, WatchScript, event_line
-from tests.core_harness import poll
 
 
 def namespace(name: str, rv: str, labels: dict[str, str]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import make_node, make_pod
-from tests.core_harness import Harness, profile_spec, registry
+from scheduler.testing.harness import Harness, profile_spec, registry
 
 _names = itertools.count()
 

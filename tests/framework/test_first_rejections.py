@@ -17,7 +17,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import make_node, make_pod
-from tests.core_harness import PROFILE, Harness
+from scheduler.testing.harness import PROFILE, Harness
 from tests.plugins.world import random_pod, random_world
 
 FILTERS = (

@@ -7,7 +7,7 @@ from scheduler.features import FeatureGates
 from scheduler.framework.runtime import Framework, FrameworkServices
 from scheduler.testing import FakeApi, FakeRecorder
 from scheduler.testing.handle import make_snapshot
-from tests.core_harness import profile_spec, registry
+from scheduler.testing.harness import profile_spec, registry
 
 
 def test_namespace_labels_and_list_come_from_the_services() -> None:

@@ -9,7 +9,7 @@ import random
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.pod_requests import PodRequestColumns
 from scheduler.testing import make_pod
-from tests.core_harness import Harness
+from scheduler.testing.harness import Harness
 
 GPU = "example.com/gpu"
 

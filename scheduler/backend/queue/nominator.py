@@ -56,9 +56,8 @@ class Nominator:
         scheduler made that the pod's (informer) copy does not show yet is kept, as an update
         keeps it: asynchronous preemption writes it from its thread, and under load the write
         or its watch event can trail the pod's next attempt by seconds, and dropping it let
-        other preemptors take the room the pod's own victims were freeing
-        (docs/benchmarks-history.md, session 25). A cleared nomination reaches the informer as an
-        update, which drops it."""
+        other preemptors take the room the pod's own victims were freeing. A cleared nomination
+        reaches the informer as an update, which drops it."""
         with self._lock:
             if nominating_info is None and not pod.nominated_node_name:
                 nominating_info = self._unseen_locked(pod.uid)

@@ -538,8 +538,8 @@ class SchedulingQueue:
                     continue
                 # A gate still closed keeps the pod here whatever the hints say: kube-scheduler
                 # asks them first and parks the pod again, which cost a preemptor waiting for
-                # its preemption's calls a hint and a move per deletion (docs/benchmarks-history.md,
-                # session 41). An open gate leaves the pod as it was for the hints to decide.
+                # its preemption's calls a hint and a move per deletion. An open gate leaves the
+                # pod as it was for the hints to decide.
                 events = pinfo.gating_plugin_events
                 self._pre_enqueue.run(pinfo)
                 if pinfo.gated:

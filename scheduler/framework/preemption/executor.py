@@ -42,8 +42,7 @@ GROUP_PREEMPTOR_TYPE = "podgroup"
 # only wait on API calls: the pools are sized for the bursts a scheduling loop can produce
 # (about 50 preemptions a second at 1000 nodes, each a quarter second of round trips). Sized by
 # the CPU count, as ThreadPoolExecutor's default is, the jobs queued: at 1000 nodes a preemptor's
-# victims were evicted up to 29 s after its cycle chose them (docs/benchmarks-history.md,
-# session 21).
+# victims were evicted up to 29 s after its cycle chose them.
 PREEMPTION_JOBS = 64
 VICTIM_PARALLELISM = 64
 

@@ -233,7 +233,7 @@ def pick_one_node(candidates: Sequence[Candidate], now: float) -> Candidate | No
 
     One pass over the candidates' rule scores as tuples: their lexicographic order is the rules'
     precedence, and a strict comparison keeps the first of equals. Rule by rule, five closures
-    over 500 candidates cost about a tenth of a 5000-node preemption attempt (session 30).
+    over 500 candidates cost about a tenth of a 5000-node preemption attempt.
     """
     best: Candidate | None = None
     best_score: tuple[int, int, int, int, float] | None = None

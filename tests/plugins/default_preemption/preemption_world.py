@@ -9,7 +9,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSpec
 from scheduler.plugins.default_preemption.plugin import DefaultPreemption
 from scheduler.plugins.registry import in_tree_registry
-from tests.core_harness import PROFILE, Harness
+from scheduler.testing.harness import PROFILE, Harness
 
 PLUGINS = ("PrioritySort", "NodeResourcesFit", "NodePorts", "DefaultPreemption", "DefaultBinder")
 

@@ -26,7 +26,7 @@ from scheduler.framework.runtime.counting_filter import CountingFilter, filter_f
 from scheduler.framework.status import Status
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import make_node, make_pdb, make_pod
-from tests.core_harness import Harness
+from scheduler.testing.harness import Harness
 from tests.plugins.default_preemption.preemption_world import plugin
 
 TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}

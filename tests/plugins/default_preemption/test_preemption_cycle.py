@@ -16,7 +16,7 @@ from scheduler.api.errors import ApiError
 from scheduler.api.objects import Pod, replace_pod
 from scheduler.plugins.default_preemption.plugin import WAITING_FOR_PREEMPTION
 from scheduler.testing import make_node, make_pod
-from tests.core_harness import Harness, poll
+from scheduler.testing.harness import Harness, poll
 from tests.plugins.default_preemption.preemption_world import plugin, preemption_harness
 
 

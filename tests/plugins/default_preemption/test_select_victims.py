@@ -10,7 +10,7 @@ from scheduler.api.objects import Pod
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.default_preemption.plugin import NO_VICTIMS
 from scheduler.testing import make_node, make_pdb, make_pod
-from tests.core_harness import Harness
+from scheduler.testing.harness import Harness
 from tests.plugins.default_preemption.preemption_world import (
     plugin,
     preemption_harness,

@@ -15,7 +15,7 @@ from scheduler.framework.profile_spec import PluginRef, PluginSetSpec, ProfileSp
 from scheduler.plugins.default_preemption.plugin import DefaultPreemption
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import make_node, make_pod
-from tests.core_harness import PROFILE, Harness, poll
+from scheduler.testing.harness import PROFILE, Harness, poll
 from tests.plugins.inter_pod_affinity.terms import HOST, affinity, term
 
 PLUGINS = (

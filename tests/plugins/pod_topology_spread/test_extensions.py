@@ -10,7 +10,7 @@ from scheduler.plugins.pod_topology_spread.filtering import CriticalPaths
 from scheduler.plugins.pod_topology_spread.plugin import PRE_FILTER_KEY
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import PodWrapper, make_node, make_pod, make_snapshot
-from tests.core_harness import PROFILE, Harness
+from scheduler.testing.harness import PROFILE, Harness
 from tests.plugins.pod_topology_spread.kit import FOO, incoming, node, plugin_for, pods_on
 
 DNS = "DoNotSchedule"

@@ -83,7 +83,8 @@ class MostFreeCpu:
         self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.int64] | None:
         free = table.alloc_cpu[rows] - table.req_cpu[rows]
-        return np.minimum(np.maximum(free, 0) // 100, 100).astype(np.int64)
+        scores: npt.NDArray[np.int64] = np.minimum(np.maximum(free, 0) // 100, 100).astype(np.int64)
+        return scores
 
     def score_extensions(self) -> None:
         return None
