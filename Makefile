@@ -45,10 +45,10 @@ e2e: install cluster-build system-packages
 
 test: lint unit e2e
 
-# The reliability suite (issue 15, docs/reliability.md): every test marked `reliability`,
-# the long churn soak included (RELIABILITY_SOAK_SECONDS, default 1800). `make e2e` runs the
-# short ones only (tests marked `reliability_long` are deselected without --run-long).
-# Figures (JSON) land in RELIABILITY_OUT.
+# The reliability suite (docs/reliability.md): every test marked `reliability`, the long churn
+# soak included (RELIABILITY_SOAK_SECONDS, default 1800). `make e2e` runs the short ones only
+# (tests marked `reliability_long` are deselected without --run-long). Figures (JSON) land
+# in RELIABILITY_OUT.
 RELIABILITY_OUT ?= $(CURDIR)/.reliability
 RELIABILITY_ARGS ?=
 .PHONY: reliability
