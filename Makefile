@@ -16,12 +16,15 @@ $(STAMP): pyproject.toml
 
 EXAMPLE := examples/node-pool
 
+# The last step fails on any line that cites development records instead of stating the fact
+# (scripts/check-no-dev-records.sh lists the patterns and the paths it reads).
 lint: install
 	$(VENV)/bin/ruff check scheduler controller tests e2e examples dashboards
 	$(VENV)/bin/ruff format --check scheduler controller tests e2e examples dashboards
 	$(VENV)/bin/mypy
 	cd $(EXAMPLE) && MYPYPATH=$(CURDIR) $(CURDIR)/$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	sh scripts/check-no-dev-records.sh
 
 # The example plugin is a distribution of its own: its tests run with its own pytest config.
 unit: install
