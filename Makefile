@@ -16,12 +16,15 @@ $(STAMP): pyproject.toml
 
 EXAMPLE := examples/node-pool
 
+# The last step fails on any line that cites development records instead of stating the fact
+# (scripts/check-no-dev-records.sh lists the patterns and the paths it reads).
 lint: install
 	$(VENV)/bin/ruff check scheduler controller tests e2e examples dashboards
 	$(VENV)/bin/ruff format --check scheduler controller tests e2e examples dashboards
 	$(VENV)/bin/mypy
 	cd $(EXAMPLE) && MYPYPATH=$(CURDIR) $(CURDIR)/$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	sh scripts/check-no-dev-records.sh
 
 # The example plugin is a distribution of its own: its tests run with its own pytest config.
 unit: install
@@ -45,10 +48,10 @@ e2e: install cluster-build system-packages
 
 test: lint unit e2e
 
-# The reliability suite (issue 15, docs/reliability.md): every test marked `reliability`,
-# the long churn soak included (RELIABILITY_SOAK_SECONDS, default 1800). `make e2e` runs the
-# short ones only (tests marked `reliability_long` are deselected without --run-long).
-# Figures (JSON) land in RELIABILITY_OUT.
+# The reliability suite (docs/reliability.md): every test marked `reliability`, the long churn
+# soak included (RELIABILITY_SOAK_SECONDS, default 1800). `make e2e` runs the short ones only
+# (tests marked `reliability_long` are deselected without --run-long). Figures (JSON) land
+# in RELIABILITY_OUT.
 RELIABILITY_OUT ?= $(CURDIR)/.reliability
 RELIABILITY_ARGS ?=
 .PHONY: reliability

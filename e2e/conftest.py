@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line("markers", "helm: needs the helm binary (built before the tests run)")
     config.addinivalue_line(
-        "markers", "reliability: the fault tests of issue 15 (docs/reliability.md)"
+        "markers", "reliability: the fault tests of the reliability suite (docs/reliability.md)"
     )
     config.addinivalue_line(
         "markers",

@@ -1,4 +1,4 @@
-"""Helpers of the reliability suite (issue 15): figures, etcd compaction, process sampling.
+"""Helpers of the reliability suite: figures, etcd compaction, process sampling.
 
 Figures are what the tests measure but never assert on (takeover times, relist counts, RSS):
 each test writes its own JSON under its tmp dir, and also into $RELIABILITY_OUT when that is

@@ -1,4 +1,4 @@
-"""The Helm chart on a real control plane (issue 15): lint, schema, Pod Security
+"""The Helm chart on a real control plane: lint, schema, Pod Security
 ``restricted``, least-privilege RBAC, release-unique cluster-scoped names, uninstall.
 
 helm is built from its Go module into the cache (e2e.cluster.build.ensure_helm) before the

@@ -5,7 +5,8 @@ Spark-operator create them) and a Job's pods.
 
 Each test has nodes of its own (a label only its pods select), so other tests' nodes and pods
 never change the arithmetic. kube-scheduler has no PodGroups (scheduler-plugins' build would be
-the oracle; issue 17's benchmark builds it), so these assert the behaviour docs/gang.md states.
+the oracle; the SchedulingGangs benchmark builds it), so these assert the behaviour docs/gang.md
+states.
 """
 
 from __future__ import annotations

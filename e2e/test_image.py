@@ -1,5 +1,5 @@
-"""The container image (issue 15): built here without a Docker engine (e2e.image), kube-pysched
-runs from it as uid 65532 on a read-only root filesystem and schedules a pod.
+"""The container image: built here without a Docker engine (e2e.image), kube-pysched runs from
+it as uid 65532 on a read-only root filesystem and schedules a pod (docs/operations.md).
 
 Skipped when the host lacks root or debootstrap/buildah/umoci/runc, unless
 $KUBE_PYSCHED_IMAGE_REQUIRED is set (`make image-test`), which turns that skip into a failure.

@@ -1,8 +1,9 @@
-"""Issue 13's guards on the local control plane: kube-pysched never places a pod against a
-constraint it cannot check. A pod with a resource claim stays Pending with PodScheduled=False
-naming the missing plugin (DynamicResources), and a pod whose PersistentVolumeClaim does not
-exist stays Pending with the storage plugins' message, while other pods keep being scheduled; a
-configuration that enables a plugin this build does not have is refused at start.
+"""The guards of missing plugins on the local control plane: kube-pysched never places a pod
+against a constraint it cannot check. A pod with a resource claim stays Pending with
+PodScheduled=False naming the missing plugin (DynamicResources), and a pod whose
+PersistentVolumeClaim does not exist stays Pending with the storage plugins' message, while
+other pods keep being scheduled; a configuration that enables a plugin this build does not have
+is refused at start.
 """
 
 from __future__ import annotations

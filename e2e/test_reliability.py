@@ -1,4 +1,4 @@
-"""Fault tests of the reliability suite (issue 15); the short ones, also run by `make e2e`.
+"""Fault tests of the reliability suite; the short ones, also run by `make e2e`.
 
 * the leader is SIGKILLed mid-burst and the standby takes over;
 * kube-apiserver is stopped and restarted while pods are pending and being bound;

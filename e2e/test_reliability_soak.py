@@ -1,4 +1,4 @@
-"""The churn soak of the reliability suite (issue 15): `reliability_long`, not in `make e2e`.
+"""The churn soak of the reliability suite: `reliability_long`, not in `make e2e`.
 
 For $RELIABILITY_SOAK_SECONDS (default 1800) pods are created and deleted at
 $RELIABILITY_SOAK_PODS_PER_SECOND (default 4) around a population of 60, and every

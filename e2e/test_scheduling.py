@@ -1,4 +1,4 @@
-"""kube-pysched scheduling real pods on the local control plane (issue 3's acceptance tests).
+"""kube-pysched scheduling real pods on the local control plane: the basic acceptance tests.
 
 Each test starts its own kube-pysched whose only profile has a unique schedulerName, so pods and
 metrics of one test are never another's. Nodes are labelled per test and pods select them.

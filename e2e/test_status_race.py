@@ -1,4 +1,4 @@
-"""Issue 11's race on a real API server: a bound pod never keeps a stale PodScheduled=False.
+"""The status race on a real API server: a bound pod never keeps a stale PodScheduled=False.
 
 A failed attempt queues a PodScheduled=False status patch; when the pod is retried and bound
 while that patch is still on its way, the patch must not land after the binding. A slow

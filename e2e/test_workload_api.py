@@ -1,6 +1,7 @@
-"""The local control plane with feature gates (issue 17, docs/gang.md "The APIs users already
-have"): started with `GenericWorkload=true` and `--runtime-config=scheduling.k8s.io/v1beta1=true`
-it serves Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1) and keeps a pod's
+"""The local control plane with feature gates (docs/gang.md "The APIs users already have").
+
+Started with `GenericWorkload=true` and `--runtime-config=scheduling.k8s.io/v1beta1=true` it
+serves Kubernetes' own PodGroups (scheduling.k8s.io/v1beta1) and keeps a pod's
 `spec.schedulingGroup` (dropped by the API server with the gate off).
 
 Its own control plane (not the session's): the gates are process flags. Short: create, read

@@ -1,6 +1,6 @@
 """A failed attempt's PodScheduled=False patch never lands after a later binding of the pod.
 
-The reproduction of issue 11's race, made deterministic: the API server is slow on the patch
+The reproduction of that race, made deterministic: the API server is slow on the patch
 (`hold_patches`), the pod becomes schedulable and is retried at once. Before the fix the binding
 went straight to the API server and the held patch landed afterwards, leaving a bound pod
 marked unschedulable.

@@ -41,16 +41,15 @@ SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 NODE_MONITOR_GRACE_PERIOD = "120s"
 #: The benchmark's: with 5000 fake nodes on two busy cores kwok falls minutes behind on Lease
 #: renewals, and at 120 s the controller tainted up to 1 600 nodes unreachable mid-run, which
-#: re-preempted nominated pods (docs/benchmarks-history.md, session 28). scheduler_perf runs no node
-#: lifecycle controller at all; this one still lifts the not-ready taint of new nodes. It must
-#: outlast BENCH_NODE_LEASE_DURATION_SECONDS' renewal interval (a quarter of it).
+#: re-preempted nominated pods. scheduler_perf runs no node lifecycle controller at all; this
+#: one still lifts the not-ready taint of new nodes. It must outlast
+#: BENCH_NODE_LEASE_DURATION_SECONDS' renewal interval (a quarter of it).
 BENCH_NODE_MONITOR_GRACE_PERIOD = "2h"
 #: The benchmark's node Lease duration: kwok renews each Lease once an hour, so no renewal
 #: falls inside a run (every run has a control plane of its own, up for well under an hour).
 #: With 40 s Leases kwok wrote 100 renewals a second at 1000 nodes and up to 500 at 5000, as
 #: many API-server writes as the scheduler's, and how many fell in each scheduler's window
-#: differed by up to 10x (docs/benchmarks-history.md, sessions 36-38); scheduler_perf's nodes
-#: have no Leases at all.
+#: differed by up to 10x; scheduler_perf's nodes have no Leases at all.
 BENCH_NODE_LEASE_DURATION_SECONDS = 4 * 3600
 
 #: Health endpoints of kube-controller-manager / kube-scheduler readable without credentials.

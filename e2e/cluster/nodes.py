@@ -79,8 +79,7 @@ def kwok_node_manifest(
     `registered_ready`: created with phase Running and a Ready condition, as scheduler_perf's
     node template, so kwok's `node-initialize` stage never matches it. Otherwise kwok reports
     the node Ready, and under load keeps replaying that stage (1 000-3 000 status patches per
-    1 000 nodes, still landing 20-60 s after the node first showed Ready:
-    docs/benchmarks-history.md, session 30).
+    1 000 nodes, still landing 20-60 s after the node first showed Ready).
     """
     capacity = {
         "cpu": cpu,
