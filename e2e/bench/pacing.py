@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from e2e.bench.measure import percentile
+from e2e.bench.record import PacingFigures
 
 #: A paced run counts as having reached its rate when it achieved at least this share of it.
 REACHED_SHARE = 0.95
@@ -63,18 +63,18 @@ class Pacing:
         """How late each create started against its due time (never negative)."""
         return [max(0.0, s - d) for s, d in zip(self.started, self.due, strict=True)]
 
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> PacingFigures:
         """The record's creation figures: asked and achieved rate, whether it was reached, and
         how late creates started (p50, p99, max)."""
         lags = self.lags()
-        return {
-            "create_qps_asked": self.asked,
-            "create_qps_achieved": round(self.achieved, 1),
-            "create_qps_reached": self.reached,
-            "create_lag_p50_ms": round(percentile(lags, 50) * 1000, 1),
-            "create_lag_p99_ms": round(percentile(lags, 99) * 1000, 1),
-            "create_lag_max_ms": round(max(lags, default=0.0) * 1000, 1),
-        }
+        return PacingFigures(
+            create_qps_asked=self.asked,
+            create_qps_achieved=round(self.achieved, 1),
+            create_qps_reached=self.reached,
+            create_lag_p50_ms=round(percentile(lags, 50) * 1000, 1),
+            create_lag_p99_ms=round(percentile(lags, 99) * 1000, 1),
+            create_lag_max_ms=round(max(lags, default=0.0) * 1000, 1),
+        )
 
 
 def create_paced(

@@ -27,6 +27,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from e2e.bench.record import ApiServerFigures, GcFigures, WorkFigures
+
 GC_PAUSE = "kube_pysched_gc_pause_seconds"
 EVENTS_DROPPED = "kube_pysched_events_dropped"
 ATTEMPTS = "scheduler_schedule_attempts"
@@ -59,7 +61,7 @@ def gc_pauses(text: str) -> Pauses:
     return out
 
 
-def gc_figures(before: Pauses, after: Pauses) -> dict[str, Any]:
+def gc_figures(before: Pauses, after: Pauses) -> GcFigures:
     """Collections in the window: full ones (generation 2) counted, timed in total and bounded
     above by the histogram's bucket holding the longest; young ones (0 and 1) timed in total."""
 
@@ -75,14 +77,14 @@ def gc_figures(before: Pauses, after: Pauses) -> dict[str, Any]:
     full, full_seconds, full_buckets = delta("2")
     longest = min((le for le, n in full_buckets.items() if n >= full), default=math.inf)
     young_seconds = delta("0")[1] + delta("1")[1]
-    return {
-        "gc_full_collections": int(full),
-        "gc_full_ms": round(1000 * full_seconds, 1),
-        "gc_full_max_ms_at_most": (
+    return GcFigures(
+        gc_full_collections=int(full),
+        gc_full_ms=round(1000 * full_seconds, 1),
+        gc_full_max_ms_at_most=(
             None if full == 0 or math.isinf(longest) else round(1000 * longest, 1)
         ),
-        "gc_young_ms": round(1000 * young_seconds, 1),
-    }
+        gc_young_ms=round(1000 * young_seconds, 1),
+    )
 
 
 def work_counters(text: str) -> dict[str, float]:
@@ -163,16 +165,17 @@ def scrape(fetch: Callable[[], str] | None, *, pauses: bool) -> Scrape | None:
     return Scrape(work_counters(text), gc_pauses(text), events_dropped(text), text)
 
 
-def scraped_figures(before: Scrape | None, after: Scrape | None) -> dict[str, Any]:
-    """The window's figures from two readings (nothing if either is missing)."""
+def scraped_figures(before: Scrape | None, after: Scrape | None) -> WorkFigures | None:
+    """The window's figures from two readings (None if either is missing)."""
     if before is None or after is None:
-        return {}
-    figures: dict[str, Any] = dict(work_figures(before.work, after.work))
+        return None
+    gc = None
     if before.pauses is not None and after.pauses is not None:
-        figures.update(gc_figures(before.pauses, after.pauses))
+        gc = gc_figures(before.pauses, after.pauses)
+    dropped = None
     if before.dropped is not None and after.dropped is not None:
-        figures["events_dropped"] = round(after.dropped - before.dropped)
-    return figures
+        dropped = round(after.dropped - before.dropped)
+    return WorkFigures(**work_figures(before.work, after.work), gc=gc, events_dropped=dropped)
 
 
 def _request_kind(labels: dict[str, str]) -> str:
@@ -301,20 +304,18 @@ def api_request_latency_figures(before: Durations, after: Durations) -> dict[str
     return out
 
 
-def api_server_figures(before: str | None, after: str | None) -> dict[str, Any]:
+def api_server_figures(before: str | None, after: str | None) -> ApiServerFigures | None:
     """What the API server's /metrics say about a window read at its two ends: requests and
-    refusals by kind, their mean milliseconds, and the Go runtime's CPU classes. Empty (never
+    refusals by kind, their mean milliseconds, and the Go runtime's CPU classes. None (never
     zeros) when either reading could not be taken."""
     if before is None or after is None:
-        return {}
-    figures: dict[str, Any] = {
-        "api_requests": api_request_figures(api_request_counts(before), api_request_counts(after)),
-        "api_refusals": api_request_figures(api_refusal_counts(before), api_refusal_counts(after)),
-        "api_request_ms": api_request_latency_figures(
+        return None
+    classes = go_cpu_class_figures(go_cpu_classes(before), go_cpu_classes(after))
+    return ApiServerFigures(
+        api_requests=api_request_figures(api_request_counts(before), api_request_counts(after)),
+        api_refusals=api_request_figures(api_refusal_counts(before), api_refusal_counts(after)),
+        api_request_ms=api_request_latency_figures(
             api_request_durations(before), api_request_durations(after)
         ),
-    }
-    classes = go_cpu_class_figures(go_cpu_classes(before), go_cpu_classes(after))
-    if classes:
-        figures["apiserver_go_cpu_seconds"] = classes
-    return figures
+        apiserver_go_cpu_seconds=classes or None,
+    )
