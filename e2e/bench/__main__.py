@@ -5,12 +5,9 @@
     python -m e2e.bench --workload SchedulingBasic,MixedChurn --size 1000 --repeat 3
     python -m e2e.bench --workload SchedulingGangs --size 1000   # the gang benchmark
 
-Each workload runs once per scheduler (kube-scheduler first), one scheduler at a time, each run
-on a local control plane of its own (started for it, stopped after it); `--repeat N` runs every
-pair N times and the report adds each ratio's median over the pairs. A gang workload runs alone,
-on a control plane of its own, once per gang variant (e2e/bench/gangs.py). Figures come from a
-pod watch and /proc. A table goes to the terminal and one JSON per run to bench-results/ (see
-docs/benchmarks.md).
+Each workload runs once per scheduler (kube-scheduler first), each run on a control plane of
+its own; `--repeat N` runs every pair N times. A gang workload runs alone (gangs.py). A table
+goes to the terminal and one JSON per run to bench-results/ (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from functools import partial
-from pathlib import Path
 
 from e2e.bench.gangs import run_gang_workload
 from e2e.bench.invocation import (
@@ -30,7 +26,7 @@ from e2e.bench.invocation import (
     run_in_turn,
     run_on_control_plane,
 )
-from e2e.bench.options import DEFAULT_DEADLINE, DEFAULT_OPTIONS, RESULTS_DIR, RunOptions
+from e2e.bench.options import DEFAULT_OPTIONS, RunOptions
 from e2e.bench.pinning import CapacityError, capacity_cpus
 from e2e.bench.record import RunRecord, to_json
 from e2e.bench.report import gang_table, one_line, repeat_table, table
@@ -129,69 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         help="'both': every scheduler of the workload (a gang workload's: all three); "
         f"{SCHEDULER_PLUGINS} runs gang workloads only",
     )
-    parser.add_argument(
-        "--profile", action="store_true", help="sample kube-pysched with py-spy during each run"
-    )
-    parser.add_argument(
-        "--apiserver-profile",
-        action="store_true",
-        help="record kube-apiserver's CPU profile over each measure window (consecutive "
-        "5 s pprof slices and their merged `go tool pprof -top`), for both schedulers",
-    )
-    parser.add_argument(
-        "--deadline",
-        type=float,
-        default=DEFAULT_DEADLINE,
-        help="seconds to wait for the measured pods; pods still unbound count as unscheduled",
-    )
-    parser.add_argument(
-        "--results",
-        dest="results_dir",
-        metavar="RESULTS",
-        type=Path,
-        default=RESULTS_DIR,
-        help="folder for the JSON",
-    )
-    parser.add_argument(
-        "--backlog",
-        action="store_true",
-        help="create every measured pod before the scheduler starts and measure the drain rate",
-    )
-    parser.add_argument(
-        "--capacity",
-        action="store_true",
-        help="backlog mode with the control plane and this harness pinned to one CPU, the "
-        "scheduler to another, and kwok leaving the pods alone: the scheduler's own drain rate",
-    )
-    parser.add_argument(
-        "--pending-pods",
-        action="store_true",
-        help="kwok leaves the measured pods as the scheduler left them (bound, Pending), as in "
-        "scheduler_perf, which runs no kubelet: no Running status patch per pod lands in one "
-        "scheduler's window and after the other's",
-    )
-    parser.add_argument(
-        "--create-qps",
-        type=float,
-        metavar="N",
-        help="create the measured pods at a steady N per second (a monotonic-clock schedule) "
-        "instead of as fast as the API server takes them",
-    )
-    parser.add_argument(
-        "--repeat",
-        type=int,
-        default=1,
-        metavar="N",
-        help="run every pair N times (rounds over all the workloads); the report adds each "
-        "ratio's median over the rounds",
-    )
-    parser.add_argument(
-        "--verbosity",
-        type=int,
-        metavar="N",
-        help="run every scheduler with -v=N (2 logs each failed attempt and preemption; "
-        "`python -m e2e.bench.attempts` reads them); default: each scheduler's own",
-    )
+    RunOptions.add_flags(parser)
     args = parser.parse_args(argv)
     if args.verbosity is not None and args.verbosity < 0:
         parser.error("--verbosity must be 0 or more")
@@ -226,15 +160,8 @@ def main(argv: list[str] | None = None) -> int:
             "would stay Terminating (kwok plays no pod-delete stage for it)"
         )
     gang = [n for n in names if n in gangs]
-    if gang and (
-        len(names) > 1
-        or args.backlog
-        or args.capacity
-        or args.profile
-        or args.apiserver_profile
-        or args.repeat > 1
-        or args.pending_pods
-    ):
+    live_once = ("backlog", "capacity", "profile", "apiserver_profile", "pending_pods")
+    if gang and (len(names) > 1 or args.repeat > 1 or any(getattr(args, f) for f in live_once)):
         parser.error(
             f"{gang[0]} runs alone, live, once (no --backlog, --capacity, --profile, "
             "--apiserver-profile, --repeat or --pending-pods)"
@@ -249,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     build()
     command = "python -m e2e.bench " + " ".join(sys.argv[1:] if argv is None else argv)
-    options = RunOptions.from_args(argparse.Namespace(**vars(args), command=command))
+    options = RunOptions.from_args(args, command)
     if gang:
         if SCHEDULER_PLUGINS in schedulers:
             # Built first (once, cached), so a build failure stops the benchmark before any

@@ -2,17 +2,12 @@
 
     python -m e2e.bench --workload SchedulingGangs --size 1000
 
-Variants (one run each, one after the other, on one control plane): kube-pysched and
-scheduler-plugins' kube-scheduler with Coscheduling on scheduler-plugins' v1alpha1 PodGroups
-(pods join by label), and kube-scheduler v1.37 and kube-pysched with GangScheduling on
-Kubernetes' v1beta1 PodGroups (pods join by spec.schedulingGroup). The control plane runs with
-GenericWorkload on and scheduling.k8s.io/v1beta1 served, so every variant meets the same API
-server; the PodGroup CRD is installed once. A variant kube-pysched cannot run yet is recorded
-as "not supported yet", never left out.
-
-Besides the usual figures each run records, per group, the time from its first member seen
-created to its last member seen bound (p50, p90, max over the groups all of whose members
-were bound).
+Variants, one run each: kube-pysched and scheduler-plugins' kube-scheduler with Coscheduling
+on scheduler-plugins' v1alpha1 PodGroups (pods join by label), and kube-scheduler and
+kube-pysched with GangScheduling on Kubernetes' v1beta1 PodGroups (pods join by
+spec.schedulingGroup), all on control planes serving both APIs. A variant kube-pysched cannot
+run yet is recorded "not supported yet". Each run also records, over the groups all of whose
+members were bound, the time from a group's first member created to its last bound.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Fixed-rate creation (`--create-qps`): pod i is due at i / rate seconds after the start.
 
-The schedule is a monotonic-clock timetable, not a rate the API server happens to allow:
-workers take the next due pod, wait for its time and create it, so the pods arrive at a
-steady rate as long as the harness and the API server keep up. Whether they did is measured
-(how late each create started, the rate the creates completed at) and recorded beside the
-asked rate: a run that fell behind says so instead of passing for a paced run.
+A monotonic-clock timetable: workers wait for each pod's time and create it. How late each
+create started and the rate achieved are recorded beside the asked rate, so a run that fell
+behind says so.
 """
 
 from __future__ import annotations

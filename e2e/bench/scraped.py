@@ -1,20 +1,8 @@
-"""Figures from the scheduler's own /metrics, scraped before and after the measured window.
+"""Figures from the scheduler's and the API server's /metrics, read at both ends of the window.
 
-Both schedulers: the scheduling attempts by result and the preemption attempts and victims,
-so a difference in CPU per pod can be read against a difference in work (a preemptor tried
-more often, more preemptions). kube-pysched only: the GC pause histogram
-(kube_pysched_gc_pause_seconds) says how long the interpreter's collections held the process
-while the measured pods were scheduled, which /proc's CPU time cannot separate; and the events
-its recorder dropped (kube_pysched_events_dropped_total): a run that drops events spares the
-API server writes the other scheduler makes.
-
-From the API server's /metrics, for either scheduler: the requests it served in the window by
-verb and resource (every client's, the scheduler's among them), so a difference in the
-control plane's CPU between two runs can be read against what was asked of it; how long it
-took over each kind on average, so a client that sent fewer requests shows whether they were
-slow to serve or slow to be sent; and the Go
-runtime's estimate of where its CPU went by class (user code, GC mark work by kind: assist,
-dedicated, idle-priority), so CPU it spent only because a core was free shows apart.
+The scheduler's attempts and preemptions say what work its CPU went to; kube-pysched's GC
+pauses and dropped events say what /proc cannot. The API server's requests by kind, their mean
+time and its Go CPU classes say what was asked of the control plane and what it cost.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ kept-alive connection, the client process's CPU (`time.process_time`) and wall t
 
 Clients: kube-pysched's RestClient through KubeApi (its transport.py, with its metrics and
 retry bookkeeping; client-side rate limiting off), urllib3.PoolManager (what the `kubernetes`
-client sends through), httpx.Client (if installed) and http.client.HTTPSConnection, all with the
-kubeconfig's CA and client certificate. Clients take turns round by round; medians are printed.
+client sends through) and http.client.HTTPSConnection, all with the kubeconfig's CA and client
+certificate. Clients take turns round by round; medians are printed.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ class Client:
 
     def __init__(self, server: str) -> None:
         self.server = server
-        # identity: the wire bytes kube-pysched's transport gets (httpx asks for gzip otherwise)
+        # identity: the wire bytes kube-pysched's transport gets
         self.headers = {"Accept": JSON, "Accept-Encoding": "identity", "User-Agent": NAMESPACE}
         self.json_headers = dict(self.headers, **{"Content-Type": JSON})
         self.smp_headers = dict(self.headers, **{"Content-Type": STRATEGIC_MERGE_PATCH})
@@ -235,30 +235,6 @@ class Urllib3(Client):
         self.pool.clear()
 
 
-class Httpx(Client):
-    name = "httpx Client"
-
-    def __init__(self, server: str, ctx: Any) -> None:
-        import httpx
-
-        super().__init__(server)
-        self.client = httpx.Client(base_url=server, verify=ctx)
-
-    def send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> bytes:
-        resp = self.client.request(method, path, content=body, headers=headers)
-        _check(resp.status_code, f"{method} {path}", resp.content)
-        return resp.content
-
-    @contextlib.contextmanager
-    def watch_chunks(self) -> Iterator[Iterator[bytes]]:
-        with self.client.stream("GET", WATCH_PATH, headers=self.headers) as resp:
-            _check(resp.status_code, "watch")
-            yield resp.iter_raw()
-
-    def close(self) -> None:
-        self.client.close()
-
-
 class HttpClient(Client):
     name = "http.client"
 
@@ -297,15 +273,10 @@ Results = dict[str, dict[str, list[tuple[float, float]]]]
 
 
 def clients(kubeconfig: str) -> list[Client]:
-    """Every client available here, sharing one SSLContext (httpx skipped if not installed)."""
+    """Every client, sharing one SSLContext."""
     config = load_client_config(kubeconfig, qps=-1)
     ctx = ssl_context(config)
-    out: list[Client] = [Pysched(kubeconfig), Urllib3(config.server, ctx)]
-    try:
-        out.append(Httpx(config.server, ctx))
-    except ImportError:
-        print("httpx not installed: skipped", file=sys.stderr)
-    return [*out, HttpClient(config.server, ctx)]
+    return [Pysched(kubeconfig), Urllib3(config.server, ctx), HttpClient(config.server, ctx)]
 
 
 def create_pods(kubeconfig: str, count: int) -> list[Pod]:
