@@ -292,22 +292,11 @@ def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
 
 
 def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> MachineFigures:
-    """Who used the machine's CPUs over a window: to read what bounds throughput.
-
-    `machine_busy_cores` near the core count means the machine itself is the limit;
-    `cpu_seconds_by_process` says which process took it (`other` is everything unnamed),
-    `machine_cpu_seconds_by_class` how much of the busy time was the hypervisor's steal and
-    interrupts (so a window with a large `other` says whether the machine was taken from
-    under it);
-    `runqueue_wait_seconds_by_process` how long each one's threads waited for a CPU (added
-    over threads, so it can exceed the window; a thread that exited in the window is left
-    out), which says whether a process did less because it was starved of CPU, and
-    `timeslices_by_process` how many times its threads were put on a CPU (counted the same
-    way), which says how often it was woken for what it did: a server woken once per request
-    spends more on switches than one that finds many requests waiting at each wake-up;
-    `read_write_calls_by_process` and `read_write_bytes_by_process` the system calls and
-    bytes of read_write_calls (for Go servers: their network reads and writes).
-    """
+    """Who used the machine's CPUs over a window, to read what bounds throughput: busy cores
+    (near the core count: the machine is the limit), CPU seconds by process (`other`: all
+    unnamed) and by class (steal, interrupts), each process's threads' wait for a CPU (starved
+    or idle?), timeslices (how often woken) and read/write calls and bytes (Go's network I/O).
+    Per-thread counters are added over threads, so they can exceed the window."""
     wall = after.at - before.at
     used = {
         name: round(after.by_process[name] - before.by_process[name], 2)

@@ -238,11 +238,9 @@ def api_request_figures(before: dict[str, float], after: dict[str, float]) -> di
 
 
 def go_cpu_classes(text: str) -> dict[str, float]:
-    """A Go component's CPU so far by the runtime's classes (`go_cpu_classes_*_cpu_seconds_total`
-    of /runtime/metrics: `user`, `gc_mark_idle`, `gc_mark_dedicated`, `gc_mark_assist`,
-    `gc_pause`, `gc_total`, `idle`, `scavenge_*`, `total`), in seconds. The runtime estimates
-    them from GOMAXPROCS and its own accounting (`total` is GOMAXPROCS x wall time, `idle` the
-    part no goroutine used) and updates them only at the end of each GC cycle."""
+    """A Go component's CPU seconds so far by the runtime's classes (`go_cpu_classes_*` of
+    /runtime/metrics: user, gc_mark_idle, gc_mark_assist, ..., total): estimates the runtime
+    updates only at the end of each GC cycle."""
     out: dict[str, float] = {}
     for sample in _series(text, (GO_CPU_CLASSES,)):
         name = sample.name[len(GO_CPU_CLASSES) :].removesuffix("_cpu_seconds_total")
