@@ -27,8 +27,10 @@ lint: install
 	sh scripts/check-no-dev-records.sh
 
 # The example plugin is a distribution of its own: its tests run with its own pytest config.
+# The bench's unit tests need no cluster: e2e/conftest.py (which builds one) is not loaded.
 unit: install
 	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -p no:cacheprovider --noconftest e2e/bench_tests
 	cd $(EXAMPLE) && $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider
 
 # Builds the pinned control plane and helm into ~/.cache/kube-pysched (once per version).

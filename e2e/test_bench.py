@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,6 +37,7 @@ from e2e.bench.gangs import (
     run_gang_workload,
 )
 from e2e.bench.gangs import unsupported_reason as gang_unsupported_reason
+from e2e.bench.invocation import bench_control_plane
 from e2e.bench.measure import (
     CpuSnapshot,
     PodTimes,
@@ -50,9 +52,11 @@ from e2e.bench.measure import (
     thread_schedstats,
     throughput_samples,
 )
+from e2e.bench.objects import WARMUP
+from e2e.bench.options import RunOptions
 from e2e.bench.pinning import capacity_cpus, thread_cpus
+from e2e.bench.record import Figures, MachineFigures, PodFigures, RunRecord, to_json
 from e2e.bench.report import COLUMNS, markdown_cpu_table, one_line, table
-from e2e.bench.runner import WARMUP, bench_control_plane
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
     KUBE_SCHEDULER,
@@ -82,16 +86,22 @@ FIGURES = {key for key, _ in COLUMNS} | {"measured_pods", "bound_pods", "setup_s
 pytestmark = pytest.mark.timeout(600)
 
 
+def _json(records: list[RunRecord]) -> list[dict[str, Any]]:
+    """The records as their JSON files hold them (with where each was written)."""
+    return [to_json(r) for r in records]
+
+
 def test_every_supported_workload_binds_every_measured_pod_with_both_schedulers(
     local_control_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    records = run_workloads(
-        SUPPORTED,
-        "small",
-        [KUBE_SCHEDULER, KUBE_PYSCHED],
-        control_plane=local_control_plane,
-        results_dir=tmp_path,
-        deadline=120,
+    records = _json(
+        run_workloads(
+            SUPPORTED,
+            "small",
+            [KUBE_SCHEDULER, KUBE_PYSCHED],
+            RunOptions(results_dir=tmp_path, deadline=120),
+            control_plane=local_control_plane,
+        )
     )
 
     assert [(r["workload"], r["scheduler"]) for r in records] == [
@@ -139,13 +149,14 @@ def test_every_supported_workload_binds_every_measured_pod_with_both_schedulers(
 def test_unsupported_workloads_run_with_kube_scheduler_and_are_reported_for_kube_pysched(
     local_control_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    records = run_workloads(
-        UNSUPPORTED,
-        "small",
-        [KUBE_SCHEDULER, KUBE_PYSCHED],
-        control_plane=local_control_plane,
-        results_dir=tmp_path,
-        deadline=120,
+    records = _json(
+        run_workloads(
+            UNSUPPORTED,
+            "small",
+            [KUBE_SCHEDULER, KUBE_PYSCHED],
+            RunOptions(results_dir=tmp_path, deadline=120),
+            control_plane=local_control_plane,
+        )
     )
 
     by_scheduler = {s: [r for r in records if r["scheduler"] == s] for s in SCHEDULERS}
@@ -172,13 +183,14 @@ def test_without_a_control_plane_each_run_has_one_of_its_own_and_stops_it(
         planes.append(bench_control_plane())
         return planes[-1]
 
-    records = run_workloads(
-        ["SchedulingBasic"],
-        "small",
-        [KUBE_SCHEDULER, KUBE_PYSCHED],
-        results_dir=tmp_path,
-        deadline=120,
-        new_control_plane=new_control_plane,
+    records = _json(
+        run_workloads(
+            ["SchedulingBasic"],
+            "small",
+            [KUBE_SCHEDULER, KUBE_PYSCHED],
+            RunOptions(results_dir=tmp_path, deadline=120),
+            new_control_plane=new_control_plane,
+        )
     )
 
     assert len(planes) == 2 and planes[0].workdir != planes[1].workdir
@@ -208,14 +220,14 @@ def test_a_bench_control_plane_renews_node_leases_once_an_hour() -> None:
 def test_backlog_mode_drains_pods_created_before_the_scheduler_started(
     local_control_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    records = run_workloads(
-        ["SchedulingBasic"],
-        "small",
-        [KUBE_SCHEDULER, KUBE_PYSCHED],
-        control_plane=local_control_plane,
-        results_dir=tmp_path,
-        deadline=120,
-        backlog=True,
+    records = _json(
+        run_workloads(
+            ["SchedulingBasic"],
+            "small",
+            [KUBE_SCHEDULER, KUBE_PYSCHED],
+            RunOptions(results_dir=tmp_path, deadline=120, backlog=True),
+            control_plane=local_control_plane,
+        )
     )
     for record in records:
         figures = record["figures"]
@@ -232,9 +244,9 @@ def test_backlog_mode_drains_pods_created_before_the_scheduler_started(
 def test_pods_unbound_at_the_deadline_count_as_unscheduled() -> None:
     times = PodTimes(created={"a": 10.0, "b": 10.1}, bound={"a": 10.5})
     figures = summarize(times, ["a", "b"], start=10.0)
-    assert (figures["bound_pods"], figures["unscheduled_pods"]) == (1, 1)
-    assert figures["deleted_before_bound_pods"] == 0
-    assert figures["latency_p99_ms"] == 500.0
+    assert (figures.bound_pods, figures.unscheduled_pods) == (1, 1)
+    assert figures.deleted_before_bound_pods == 0
+    assert figures.latency_p99_ms == 500.0
 
 
 def test_a_pod_deleted_before_it_was_bound_is_not_waited_for() -> None:
@@ -247,8 +259,8 @@ def test_a_pod_deleted_before_it_was_bound_is_not_waited_for() -> None:
     times.record("a", {"nodeName": "n"}, 2.0, deleted=True)  # bound, then evicted
     assert times.settled_count({"a", "b", "c"}) == 2
     figures = summarize(times, ["a", "b", "c"], start=1.0)
-    assert (figures["bound_pods"], figures["deleted_before_bound_pods"]) == (1, 1)
-    assert figures["unscheduled_pods"] == 1
+    assert (figures.bound_pods, figures.deleted_before_bound_pods) == (1, 1)
+    assert figures.unscheduled_pods == 1
 
 
 def test_throughput_samples_follow_scheduler_perf_ticks() -> None:
@@ -265,7 +277,7 @@ def test_cpu_breakdown_names_who_used_the_machine_over_the_window() -> None:
     waits_after = {"a": {"1": 2.5, "3": 1.0}, "c": {"8": 1.0}}
     before = CpuSnapshot(100.0, 50.0, {"a": 10.0, "b": 1.0}, waits_before)
     after = CpuSnapshot(104.0, 57.0, {"a": 14.0, "c": 9.0}, waits_after)
-    assert cpu_breakdown(before, after) == {
+    assert to_json(cpu_breakdown(before, after)) == {
         "window_seconds": 4.0,
         "machine_busy_cores": 1.75,
         "cpu_seconds_by_process": {"a": 4.0, "other": 3.0},  # b exited, c started mid-window
@@ -276,7 +288,7 @@ def test_cpu_breakdown_names_who_used_the_machine_over_the_window() -> None:
 def test_cpu_breakdown_reads_steal_and_interrupts_over_the_window() -> None:
     before = CpuSnapshot(100.0, 50.0, {"a": 10.0}, {}, {"steal": 1.0, "interrupts": 2.0})
     after = CpuSnapshot(104.0, 57.0, {"a": 13.0}, {}, {"steal": 2.5, "interrupts": 2.5})
-    figures = cpu_breakdown(before, after)
+    figures = to_json(cpu_breakdown(before, after))
     assert figures["cpu_seconds_by_process"] == {"a": 3.0, "other": 4.0}
     assert figures["machine_cpu_seconds_by_class"] == {"steal": 1.5, "interrupts": 0.5}
 
@@ -285,13 +297,13 @@ def test_cpu_breakdown_counts_timeslices_like_waits() -> None:
     # b's thread 5 was put on a CPU 40 more times, thread 6 started in the window (10).
     before = CpuSnapshot(100.0, 50.0, {"b": 1.0}, {}, {}, {"b": {"5": 100.0}})
     after = CpuSnapshot(104.0, 57.0, {"b": 2.0}, {}, {}, {"b": {"5": 140.0, "6": 10.0}})
-    assert cpu_breakdown(before, after)["timeslices_by_process"] == {"b": 50}
+    assert cpu_breakdown(before, after).timeslices_by_process == {"b": 50}
 
 
 def test_cpu_breakdown_counts_read_and_write_calls_over_the_window() -> None:
     before = CpuSnapshot(100.0, 50.0, {"b": 1.0}, read_write_by_process={"b": ReadWrite(10, 1000)})
     after = CpuSnapshot(104.0, 57.0, {"b": 2.0}, read_write_by_process={"b": ReadWrite(25, 4000)})
-    figures = cpu_breakdown(before, after)
+    figures = to_json(cpu_breakdown(before, after))
     assert figures["read_write_calls_by_process"] == {"b": 15}
     assert figures["read_write_bytes_by_process"] == {"b": 3000}
 
@@ -398,33 +410,23 @@ def test_runs_after_a_failed_cleanup_are_not_run(
     """Their scheduler would see the earlier run's pods and nodes."""
     calls: list[str] = []
 
-    def fake_run_one(
-        workload: Any, size: str, which: str, *args: Any, **kwargs: Any
-    ) -> dict[str, Any]:
+    def fake_run_one(workload: Any, which: str, *args: Any) -> None:
         calls.append(which)
-        return {
-            "workload": workload.name,
-            "size": size,
-            "scheduler": which,
-            "started": "2026-11-23T00:00:00Z",
-            "figures": {
-                "throughput_overall": 1.0,
-                "latency_p99_ms": 1.0,
-                "cpu_seconds": 1.0,
-                "peak_rss_mib": 1.0,
-                "unscheduled_pods": 0,
-                "create_rate": 1.0,
-            },
-            "cleanup_failed": "NotReadyError: pods still present",
-        }
+        record: RunRecord = args[-1]
+        pods = PodFigures(*[0] * len(fields(PodFigures)))
+        machine = MachineFigures(1.0, 1.0, {}, {})
+        record.figures = Figures(pods, 1.0, 1.0, 1.0, 1.0, machine, "live", 0.0)
+        record.cleanup_failed = "NotReadyError: pods still present"
 
-    monkeypatch.setattr(bench_main, "_run_one", fake_run_one)
-    records = run_workloads(
-        ["SchedulingBasic", "Unschedulable"],
-        "small",
-        [KUBE_SCHEDULER, KUBE_PYSCHED],
-        control_plane=cast(ControlPlane, object()),
-        results_dir=tmp_path,
+    monkeypatch.setattr(bench_main, "run_one", fake_run_one)
+    records = _json(
+        run_workloads(
+            ["SchedulingBasic", "Unschedulable"],
+            "small",
+            [KUBE_SCHEDULER, KUBE_PYSCHED],
+            RunOptions(results_dir=tmp_path),
+            control_plane=cast(ControlPlane, object()),
+        )
     )
     assert calls == [KUBE_SCHEDULER]
     assert "CLEANUP FAILED" in one_line(records[0])
@@ -444,14 +446,14 @@ def test_capacity_mode_pins_the_control_plane_and_the_scheduler_and_restores_the
     environment = {**live, "bench harness": os.getpid()}
     before = _cpu_lists(environment)
 
-    records = run_workloads(
-        ["SchedulingBasic"],
-        "small",
-        [KUBE_SCHEDULER, KUBE_PYSCHED],
-        control_plane=local_control_plane,
-        results_dir=tmp_path,
-        deadline=120,
-        capacity=True,
+    records = _json(
+        run_workloads(
+            ["SchedulingBasic"],
+            "small",
+            [KUBE_SCHEDULER, KUBE_PYSCHED],
+            RunOptions(results_dir=tmp_path, deadline=120, capacity=True),
+            control_plane=local_control_plane,
+        )
     )
 
     cp_cpu, sched_cpu = capacity_cpus()
@@ -502,14 +504,14 @@ def test_pending_pods_runs_leave_every_bound_pod_pending_for_both_schedulers(
 ) -> None:
     """--pending-pods: kwok plays no stage for the measured pods (created by the harness, or by
     a ReplicaSet), so none turns Running inside either scheduler's window."""
-    records = run_workloads(
-        ["SchedulingBasic", "DefaultTopologySpreading"],
-        "small",
-        [KUBE_SCHEDULER, KUBE_PYSCHED],
-        control_plane=local_control_plane,
-        results_dir=tmp_path,
-        deadline=120,
-        pending_pods=True,
+    records = _json(
+        run_workloads(
+            ["SchedulingBasic", "DefaultTopologySpreading"],
+            "small",
+            [KUBE_SCHEDULER, KUBE_PYSCHED],
+            RunOptions(results_dir=tmp_path, deadline=120, pending_pods=True),
+            control_plane=local_control_plane,
+        )
     )
     assert len(records) == 4
     for record in records:
@@ -547,14 +549,14 @@ def test_the_pod_watch_records_when_kwok_made_a_pod_running(
 def test_a_paced_run_records_the_asked_and_achieved_creation_rates(
     local_control_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    records = run_workloads(
-        ["SchedulingBasic"],
-        "small",
-        [KUBE_SCHEDULER, KUBE_PYSCHED],
-        control_plane=local_control_plane,
-        results_dir=tmp_path,
-        deadline=120,
-        create_qps=100,
+    records = _json(
+        run_workloads(
+            ["SchedulingBasic"],
+            "small",
+            [KUBE_SCHEDULER, KUBE_PYSCHED],
+            RunOptions(results_dir=tmp_path, deadline=120, create_qps=100),
+            control_plane=local_control_plane,
+        )
     )
     for record in records:
         figures = record["figures"]
@@ -570,14 +572,14 @@ def test_a_paced_run_records_the_asked_and_achieved_creation_rates(
 def test_verbose_runs_keep_both_logs_and_name_each_failed_preemption_attempt(
     local_control_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    records = run_workloads(
-        ["PreemptionBasic"],
-        "small",
-        [KUBE_SCHEDULER, KUBE_PYSCHED],
-        control_plane=local_control_plane,
-        results_dir=tmp_path,
-        deadline=120,
-        verbosity=2,
+    records = _json(
+        run_workloads(
+            ["PreemptionBasic"],
+            "small",
+            [KUBE_SCHEDULER, KUBE_PYSCHED],
+            RunOptions(results_dir=tmp_path, deadline=120, verbosity=2),
+            control_plane=local_control_plane,
+        )
     )
     measured = WORKLOADS["PreemptionBasic"].sizes["small"].measured_pods
     for record in records:
@@ -591,7 +593,7 @@ def test_verbose_runs_keep_both_logs_and_name_each_failed_preemption_attempt(
         assert any(r.startswith("found a potential placement") for r in summary.reasons)
 
 
-# --- the gang benchmark (issue 17, e2e/bench/gangs.py) ----------------------------------------
+# --- the gang benchmark (e2e/bench/gangs.py) ----------------------------------------
 
 GANGS = WORKLOADS["SchedulingGangs"]
 SCHEDULER_PLUGINS_SKIP = (
@@ -633,13 +635,14 @@ def test_every_gang_variant_binds_every_pod_of_every_group_or_is_reported_unsupp
         planes.append(gang_control_plane())
         return planes[-1]
 
-    records = run_gang_workload(
-        GANGS,
-        "small",
-        [KUBE_PYSCHED, KUBE_SCHEDULER],
-        deadline=120,
-        results_dir=tmp_path,
-        new_control_plane=new_control_plane,
+    records = _json(
+        run_gang_workload(
+            GANGS,
+            "small",
+            [KUBE_PYSCHED, KUBE_SCHEDULER],
+            RunOptions(deadline=120, results_dir=tmp_path),
+            new_control_plane=new_control_plane,
+        )
     )
 
     wanted = [v for v in VARIANTS if v.scheduler != SCHEDULER_PLUGINS]
@@ -665,13 +668,14 @@ def test_every_gang_variant_binds_every_pod_of_every_group_or_is_reported_unsupp
 def test_scheduler_plugins_coscheduling_binds_every_pod_of_every_group(
     gang_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    records = run_gang_workload(
-        GANGS,
-        "small",
-        [SCHEDULER_PLUGINS],
-        deadline=120,
-        results_dir=tmp_path,
-        control_plane=gang_plane,
+    records = _json(
+        run_gang_workload(
+            GANGS,
+            "small",
+            [SCHEDULER_PLUGINS],
+            RunOptions(deadline=120, results_dir=tmp_path),
+            control_plane=gang_plane,
+        )
     )
     assert [r["variant"] for r in records] == [f"{SCHEDULER_PLUGINS}-{COSCHEDULING}"]
     _assert_every_group_bound(records[0])

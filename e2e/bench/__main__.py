@@ -3,39 +3,34 @@
     python -m e2e.bench --workload SchedulingBasic --size 1000
     python -m e2e.bench --workload all --size small --scheduler kube-pysched --profile
     python -m e2e.bench --workload SchedulingBasic,MixedChurn --size 1000 --repeat 3
-    python -m e2e.bench --workload SchedulingGangs --size 1000   # issue 17's gang benchmark
+    python -m e2e.bench --workload SchedulingGangs --size 1000   # the gang benchmark
 
-Each workload runs once per scheduler (kube-scheduler first), one scheduler at a time, each run
-on a local control plane of its own (started for it, stopped after it); `--repeat N` runs every
-pair N times and the report adds each ratio's median over the pairs. A gang workload runs alone,
-on a control plane of its own, once per gang variant (e2e/bench/gangs.py). Figures come from a
-pod watch and /proc. A table goes to the terminal and one JSON per run to bench-results/ (see
-docs/benchmarks.md).
+Each workload runs once per scheduler (kube-scheduler first), each run on a control plane of
+its own; `--repeat N` runs every pair N times. A gang workload runs alone (gangs.py). A table
+goes to the terminal and one JSON per run to bench-results/ (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Iterator
+from functools import partial
 
 from e2e.bench.gangs import run_gang_workload
-from e2e.bench.pinning import CapacityError, capacity_cpus
-from e2e.bench.report import (
-    REPO_ROOT,
-    gang_table,
-    machine_facts,
-    one_line,
-    repeat_table,
-    table,
-    write_record,
+from e2e.bench.invocation import (
+    ControlPlanes,
+    Execute,
+    bench_control_plane,
+    run_in_turn,
+    run_on_control_plane,
 )
-from e2e.bench.runner import ControlPlanes, Run, bench_control_plane, run_on_control_plane
+from e2e.bench.options import DEFAULT_OPTIONS, RunOptions
+from e2e.bench.pinning import CapacityError, capacity_cpus
+from e2e.bench.record import RunRecord, to_json
+from e2e.bench.report import gang_table, one_line, repeat_table, table
+from e2e.bench.runner import Run
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
     SCHEDULER_PLUGINS,
@@ -47,8 +42,6 @@ from e2e.bench.workload import Workload, gang_names, load_workloads, ordered_nam
 from e2e.cluster import ControlPlane, build
 from e2e.cluster.build import ensure_scheduler_plugins
 
-RESULTS_DIR = REPO_ROOT / "bench-results"
-DEFAULT_DEADLINE = 900.0
 PREEMPTION = "DefaultPreemption"
 
 
@@ -56,133 +49,60 @@ def run_workloads(
     names: list[str],
     size_name: str,
     schedulers: list[str],
+    options: RunOptions = DEFAULT_OPTIONS,
     *,
-    profile: bool = False,
-    deadline: float = DEFAULT_DEADLINE,
     control_plane: ControlPlane | None = None,
-    results_dir: Path = RESULTS_DIR,
-    command: str = "",
-    backlog: bool = False,
-    capacity: bool = False,
-    create_qps: float | None = None,
-    verbosity: int | None = None,
-    apiserver_profile: bool = False,
-    repeat: int = 1,
-    pending_pods: bool = False,
     new_control_plane: Callable[[], ControlPlane] = bench_control_plane,
-) -> list[dict[str, Any]]:
-    """Runs every (workload, scheduler) pair in order, `repeat` rounds of them (a round runs
-    every workload once, so a run cut short still has each workload); one record per pair,
-    also as JSON. With more than one round each record names its round (`repeat`).
-
-    Without `control_plane` each run has a control plane of its own (`new_control_plane()`),
-    started for it and stopped after it: every scheduler meets a fresh API server and etcd,
-    whatever ran before, and no run waits for the deletion of its objects (at 5000 nodes
-    that took as long as the setup). With one, every run uses it and deletes its objects."""
+) -> list[RunRecord]:
+    """Runs every (workload, scheduler) pair in order, `options.repeat` rounds of them (a round
+    runs every workload once, so a run cut short still has each workload); one record per
+    pair, also as JSON. With more than one round each record names its round (`repeat`).
+    Each run has a control plane of its own or uses `control_plane` (invocation.py)."""
     workloads = load_workloads()
-    results_dir.mkdir(parents=True, exist_ok=True)
-    records: list[dict[str, Any]] = []
-    machine = machine_facts()
-    leftover: str | None = None
-    rounds = [(r, name) for r in range(1, repeat + 1) for name in names]
-    for round_no, name in rounds:
-        workload = workloads[name]
-        for which in schedulers:
-            load_before = _load_average()
-            if leftover is None:
-                record = _run_one(
-                    workload,
-                    size_name,
-                    which,
-                    control_plane or new_control_plane,
-                    results_dir,
-                    profile,
-                    deadline,
-                    backlog,
-                    capacity=capacity,
-                    create_qps=create_qps,
-                    verbosity=verbosity,
-                    apiserver_profile=apiserver_profile,
-                    pending_pods=pending_pods,
-                )
-                leftover = record.get("cleanup_failed")
-            else:
-                # Its scheduler would see the earlier run's pods and nodes: not comparable.
-                record = _not_run(workload, size_name, which, leftover)
-            if repeat > 1:
-                record["repeat"] = round_no
-                record["repeats"] = repeat
-            record["machine"] = machine
-            # Other users of the machine show here: the figures are only worth comparing
-            # when both stayed low (the invocation's start is also in machine).
-            record["load_average"] = {"before": load_before, "after": _load_average()}
-            record["command"] = command
-            record["json"] = str(write_record(record, results_dir))
-            records.append(record)
-            print(one_line(record), flush=True)
-    return records
+    planes: ControlPlanes = control_plane or new_control_plane
+
+    def runs() -> Iterator[tuple[RunRecord, Execute]]:
+        for round_no in range(1, options.repeat + 1):
+            for name in names:
+                workload = workloads[name]
+                for which in schedulers:
+                    record = header(workload, size_name, which)
+                    if options.repeat > 1:
+                        record.repeat, record.repeats = round_no, options.repeat
+                    yield record, partial(run_one, workload, which, planes, options)
+
+    return run_in_turn(runs(), options, one_line)
 
 
-def _run_one(
+def header(workload: Workload, size_name: str, which: str) -> RunRecord:
+    """What a run of `workload` at `size_name` with `which` is, before it runs."""
+    size = workload.sizes[size_name]
+    reason = unsupported_reason(workload)
+    return RunRecord(
+        workload.name,
+        size_name,
+        which,
+        nodes=size.nodes,
+        init_pods=size.init_pods,
+        config=scheduler_config(workload),
+        skipped=reason if which == KUBE_PYSCHED else None,
+    )
+
+
+def run_one(
     workload: Workload,
-    size_name: str,
     which: str,
     control_plane: ControlPlanes,
-    results_dir: Path,
-    profile: bool,
-    deadline: float,
-    backlog: bool = False,
-    *,
-    capacity: bool = False,
-    create_qps: float | None = None,
-    verbosity: int | None = None,
-    apiserver_profile: bool = False,
-    pending_pods: bool = False,
-) -> dict[str, Any]:
-    size = workload.sizes[size_name]
-    record: dict[str, Any] = {
-        "workload": workload.name,
-        "size": size_name,
-        "scheduler": which,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "nodes": size.nodes,
-        "init_pods": size.init_pods,
-        "config": scheduler_config(workload),
-    }
-    reason = unsupported_reason(workload)
-    if reason is not None and which == KUBE_PYSCHED:
-        record["skipped"] = reason
-        return record
+    options: RunOptions,
+    record: RunRecord,
+) -> None:
+    """Runs `record`'s pair and fills the record in."""
+    size = workload.sizes[record.size]
 
     def make_run(cp: ControlPlane, cleanup: bool) -> Run:
-        return Run(
-            cp,
-            workload,
-            size,
-            which,
-            workdir=results_dir,
-            deadline=deadline,
-            profile=profile and which == KUBE_PYSCHED,
-            backlog=backlog,
-            capacity=capacity,
-            create_qps=create_qps,
-            verbosity=verbosity,
-            apiserver_profile=apiserver_profile,
-            pending_pods=pending_pods,
-            cleanup=cleanup,
-        )
+        return Run(cp, workload, size, which, options, cleanup=cleanup)
 
-    return run_on_control_plane(record, control_plane, make_run)
-
-
-def _not_run(workload: Workload, size_name: str, which: str, leftover: str) -> dict[str, Any]:
-    return {
-        "workload": workload.name,
-        "size": size_name,
-        "scheduler": which,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "failed": f"not run: an earlier run's pods and nodes could not be deleted ({leftover})",
-    }
+    run_on_control_plane(record, control_plane, make_run)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,62 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         help="'both': every scheduler of the workload (a gang workload's: all three); "
         f"{SCHEDULER_PLUGINS} runs gang workloads only",
     )
-    parser.add_argument(
-        "--profile", action="store_true", help="sample kube-pysched with py-spy during each run"
-    )
-    parser.add_argument(
-        "--apiserver-profile",
-        action="store_true",
-        help="record kube-apiserver's CPU profile over each measure window (consecutive "
-        "5 s pprof slices and their merged `go tool pprof -top`), for both schedulers",
-    )
-    parser.add_argument(
-        "--deadline",
-        type=float,
-        default=DEFAULT_DEADLINE,
-        help="seconds to wait for the measured pods; pods still unbound count as unscheduled",
-    )
-    parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="folder for the JSON")
-    parser.add_argument(
-        "--backlog",
-        action="store_true",
-        help="create every measured pod before the scheduler starts and measure the drain rate",
-    )
-    parser.add_argument(
-        "--capacity",
-        action="store_true",
-        help="backlog mode with the control plane and this harness pinned to one CPU, the "
-        "scheduler to another, and kwok leaving the pods alone: the scheduler's own drain rate",
-    )
-    parser.add_argument(
-        "--pending-pods",
-        action="store_true",
-        help="kwok leaves the measured pods as the scheduler left them (bound, Pending), as in "
-        "scheduler_perf, which runs no kubelet: no Running status patch per pod lands in one "
-        "scheduler's window and after the other's",
-    )
-    parser.add_argument(
-        "--create-qps",
-        type=float,
-        metavar="N",
-        help="create the measured pods at a steady N per second (a monotonic-clock schedule) "
-        "instead of as fast as the API server takes them",
-    )
-    parser.add_argument(
-        "--repeat",
-        type=int,
-        default=1,
-        metavar="N",
-        help="run every pair N times (rounds over all the workloads); the report adds each "
-        "ratio's median over the rounds",
-    )
-    parser.add_argument(
-        "--verbosity",
-        type=int,
-        metavar="N",
-        help="run every scheduler with -v=N (2 logs each failed attempt and preemption; "
-        "`python -m e2e.bench.attempts` reads them); default: each scheduler's own",
-    )
+    RunOptions.add_flags(parser)
     args = parser.parse_args(argv)
     if args.verbosity is not None and args.verbosity < 0:
         parser.error("--verbosity must be 0 or more")
@@ -295,15 +160,8 @@ def main(argv: list[str] | None = None) -> int:
             "would stay Terminating (kwok plays no pod-delete stage for it)"
         )
     gang = [n for n in names if n in gangs]
-    if gang and (
-        len(names) > 1
-        or args.backlog
-        or args.capacity
-        or args.profile
-        or args.apiserver_profile
-        or args.repeat > 1
-        or args.pending_pods
-    ):
+    live_once = ("backlog", "capacity", "profile", "apiserver_profile", "pending_pods")
+    if gang and (len(names) > 1 or args.repeat > 1 or any(getattr(args, f) for f in live_once)):
         parser.error(
             f"{gang[0]} runs alone, live, once (no --backlog, --capacity, --profile, "
             "--apiserver-profile, --repeat or --pending-pods)"
@@ -318,66 +176,32 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     build()
     command = "python -m e2e.bench " + " ".join(sys.argv[1:] if argv is None else argv)
+    options = RunOptions.from_args(args, command)
     if gang:
-        return _run_gangs(workloads[gang[0]], args, schedulers, command)
-    records = run_workloads(
-        names,
-        args.size,
-        schedulers,
-        profile=args.profile,
-        deadline=args.deadline,
-        results_dir=args.results,
-        backlog=args.backlog,
-        capacity=args.capacity,
-        create_qps=args.create_qps,
-        verbosity=args.verbosity,
-        apiserver_profile=args.apiserver_profile,
-        repeat=args.repeat,
-        pending_pods=args.pending_pods,
-        command=command,
-    )
-    print()
-    print(table(records))
-    repeated = repeat_table(records)
-    if repeated:
+        if SCHEDULER_PLUGINS in schedulers:
+            # Built first (once, cached), so a build failure stops the benchmark before any
+            # cluster is started.
+            ensure_scheduler_plugins()
+        records = run_gang_workload(workloads[gang[0]], args.size, schedulers, options)
         print()
-        print(repeated)
-    print(f"\nJSON per run in {args.results}")
+        print(gang_table([to_json(r) for r in records]))
+    else:
+        records = run_workloads(names, args.size, schedulers, options)
+        saved = [to_json(r) for r in records]
+        print()
+        print(table(saved))
+        repeated = repeat_table(saved)
+        if repeated:
+            print()
+            print(repeated)
+    print(f"\nJSON per run in {options.results_dir}")
     for r in records:
-        if "profile" in r:
-            print(f"profile of {r['workload']}: {r['profile']}")
-        if "apiserver_profile" in r:
-            where = r["apiserver_profile"]["top"] or r["apiserver_profile"]["slices"][0]
-            print(f"kube-apiserver profile of {r['workload']} with {r['scheduler']}: {where}")
-    failed = [r for r in records if "failed" in r]
-    return 1 if failed else 0
-
-
-def _run_gangs(
-    workload: Workload, args: argparse.Namespace, schedulers: list[str], command: str
-) -> int:
-    """The gang workload's variants; scheduler-plugins is built first (once, cached) when
-    asked for, so a build failure stops the benchmark before any cluster is started."""
-    if SCHEDULER_PLUGINS in schedulers:
-        ensure_scheduler_plugins()
-    records = run_gang_workload(
-        workload,
-        args.size,
-        schedulers,
-        deadline=args.deadline,
-        results_dir=args.results,
-        command=command,
-        create_qps=args.create_qps,
-        verbosity=args.verbosity,
-    )
-    print()
-    print(gang_table(records))
-    print(f"\nJSON per run in {args.results}")
-    return 1 if any("failed" in r for r in records) else 0
-
-
-def _load_average() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
+        if r.profile is not None:
+            print(f"profile of {r.workload}: {r.profile}")
+        if r.apiserver_profile is not None:
+            where = r.apiserver_profile["top"] or r.apiserver_profile["slices"][0]
+            print(f"kube-apiserver profile of {r.workload} with {r.scheduler}: {where}")
+    return 1 if any(r.failed is not None for r in records) else 0
 
 
 def _size_order(name: str) -> tuple[int, str]:

@@ -1,10 +1,8 @@
 """CPU profiles of kube-apiserver over a measure window, read from its /debug/pprof endpoint.
 
-Why: in the workloads the API server bounds, the two schedulers' windows can differ in the API
-server's CPU per pod for the same requests by kind (docs/benchmarks-history.md, session 31); only a
-profile of each window says where that CPU goes. Go's endpoint profiles for a duration fixed in
-advance and the window's length is not known, so consecutive SLICE_SECONDS profiles cover it
-(the last one runs up to SLICE_SECONDS past the window's end); `go tool pprof` merges them.
+The two schedulers' windows can differ in the API server's CPU per pod for the same requests;
+a profile of each window says where it goes. Go profiles for a duration fixed in advance, so
+consecutive SLICE_SECONDS slices cover the window and `go tool pprof` merges them.
 """
 
 from __future__ import annotations

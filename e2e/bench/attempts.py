@@ -1,13 +1,10 @@
 """`python -m e2e.bench.attempts LOG...`: each scheduler's attempts per pod, from its own log.
 
-The bench's counters say how many attempts failed; this says which, and when. It reads the
-`-v=2` lines both schedulers write (run the bench with `--verbosity 2`; the logs are in the
-results folder's `logs/`): kube-scheduler's klog text and kube-pysched's JSON lines, for
-"unable to schedule pod", "async preemption finished" and "successfully bound pod to node".
-Per log it prints the measured pods' failed attempts by reason (node names masked) and a
-timeline: how long the first attempts took to go through, how long a preemptor waited from
-its preemption's end to its binding, and how many attempts were retries made while other
-pods still waited for their first.
+Reads the `-v=2` lines both schedulers write (run the bench with `--verbosity 2`; the logs are
+in the results folder's `logs/`): kube-scheduler's klog text and kube-pysched's JSON lines.
+Per log: the measured pods' failed attempts by reason (node names masked), how long the first
+attempts took, how long a preemptor waited from its preemption to its binding, and how many
+attempts were retries made while other pods still waited for their first.
 """
 
 from __future__ import annotations

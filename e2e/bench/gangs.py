@@ -1,34 +1,35 @@
-"""Issue 17's gang benchmark: the same groups of pods through each scheduler's gang plugin.
+"""The gang benchmark: the same groups of pods through each scheduler's gang plugin.
 
     python -m e2e.bench --workload SchedulingGangs --size 1000
 
-Variants (one run each, one after the other, on one control plane): kube-pysched and
-scheduler-plugins' kube-scheduler with Coscheduling on scheduler-plugins' v1alpha1 PodGroups
-(pods join by label), and kube-scheduler v1.37 and kube-pysched with GangScheduling on
-Kubernetes' v1beta1 PodGroups (pods join by spec.schedulingGroup). The control plane runs with
-GenericWorkload on and scheduling.k8s.io/v1beta1 served, so every variant meets the same API
-server; the PodGroup CRD is installed once. A variant kube-pysched cannot run yet is recorded
-as "not supported yet", never left out.
-
-Besides the usual figures each run records, per group, the time from its first member seen
-created to its last member seen bound (p50, p90, max over the groups all of whose members
-were bound).
+Variants, one run each: kube-pysched and scheduler-plugins' kube-scheduler with Coscheduling
+on scheduler-plugins' v1alpha1 PodGroups (pods join by label), and kube-scheduler and
+kube-pysched with GangScheduling on Kubernetes' v1beta1 PodGroups (pods join by
+spec.schedulingGroup), all on control planes serving both APIs. A variant kube-pysched cannot
+run yet is recorded "not supported yet". Each run also records, over the groups all of whose
+members were bound, the time from a group's first member created to its last bound.
 """
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 from kubernetes import client as k8s
 
+from e2e.bench.invocation import (
+    ControlPlanes,
+    bench_control_plane,
+    run_in_turn,
+    run_on_control_plane,
+)
 from e2e.bench.measure import PodTimes, percentile
-from e2e.bench.report import gang_line, machine_facts, write_record
-from e2e.bench.runner import Run, bench_control_plane, run_on_control_plane
+from e2e.bench.options import DEFAULT_OPTIONS, RunOptions
+from e2e.bench.record import GangFigures, RunRecord
+from e2e.bench.report import gang_line
+from e2e.bench.runner import Run
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
     KUBE_SCHEDULER,
@@ -142,24 +143,26 @@ def group_times(times: PodTimes, names: list[str], group_of: list[int]) -> dict[
     }
 
 
-def gang_figures(times: PodTimes, names: list[str], size: Size) -> dict[str, Any]:
+def gang_figures(times: PodTimes, names: list[str], size: Size) -> GangFigures:
     """The groups' time to all bound: p50, p90, max (seconds), and how many groups got there."""
     done = sorted(group_times(times, names, size.group_of()).values())
-    return {
-        "groups": len(size.groups),
-        "groups_all_bound": len(done),
-        "group_all_bound_p50_s": round(percentile(done, 50), 3),
-        "group_all_bound_p90_s": round(percentile(done, 90), 3),
-        "group_all_bound_max_s": round(done[-1], 3) if done else 0.0,
-    }
+    return GangFigures(
+        groups=len(size.groups),
+        groups_all_bound=len(done),
+        group_all_bound_p50_s=round(percentile(done, 50), 3),
+        group_all_bound_p90_s=round(percentile(done, 90), 3),
+        group_all_bound_max_s=round(done[-1], 3) if done else 0.0,
+    )
 
 
 class GangRun(Run):
     """A Run whose measured pods are split into the size's groups, each a PodGroup of
     `variant.api` created during setup, its members named by label or spec.schedulingGroup."""
 
-    def __init__(self, *args: Any, variant: Variant, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self, cp: ControlPlane, workload: Workload, size: Size, variant: Variant, **kwargs: Any
+    ) -> None:
+        super().__init__(cp, workload, size, variant.scheduler, **kwargs)
         self.variant = variant
         self._group_of = self.size.group_of()
 
@@ -185,7 +188,7 @@ class GangRun(Run):
         labels[ALPHA_LABEL] = group
         return manifest
 
-    def extra_figures(self, times: PodTimes, names: list[str]) -> dict[str, Any]:
+    def extra_figures(self, times: PodTimes, names: list[str]) -> GangFigures:
         return gang_figures(times, names, self.size)
 
 
@@ -240,53 +243,50 @@ def run_gang_workload(
     workload: Workload,
     size_name: str,
     schedulers: list[str],
+    options: RunOptions = DEFAULT_OPTIONS,
     *,
-    deadline: float,
-    results_dir: Path,
     control_plane: ControlPlane | None = None,
-    command: str = "",
-    create_qps: float | None = None,
-    verbosity: int | None = None,
     new_control_plane: Callable[[], ControlPlane] = gang_control_plane,
-) -> list[dict[str, Any]]:
+) -> list[RunRecord]:
     """Runs each variant whose scheduler is in `schedulers`, in VARIANTS order; one record
     per variant (also as JSON). As run_workloads: without `control_plane` each variant has a
     control plane of its own (`new_control_plane()`, which must serve both PodGroup APIs),
     started for it and stopped after it; with one, every variant uses it and deletes its
     objects for the next."""
-    results_dir.mkdir(parents=True, exist_ok=True)
     if control_plane is not None:
         _serve_podgroups(control_plane)
-    records: list[dict[str, Any]] = []
-    machine = machine_facts()
-    leftover: str | None = None
-    for variant in (v for v in VARIANTS if v.scheduler in schedulers):
-        load_before = [round(x, 2) for x in os.getloadavg()]
-        record = _header(workload, size_name, variant)
-        reason = unsupported_reason(variant)
-        if reason is not None:
-            record["skipped"] = reason
-        elif leftover is not None:
-            # Its scheduler would see the earlier run's pods and nodes: not comparable.
-            record["failed"] = f"not run: an earlier run's objects remain ({leftover})"
-        else:
-            make_run = _gang_run_factory(
-                workload, size_name, variant, results_dir, deadline, create_qps, verbosity
+    planes: ControlPlanes = control_plane or new_control_plane
+    size = workload.sizes[size_name]
+
+    def runs() -> Iterator[tuple[RunRecord, Callable[[RunRecord], None]]]:
+        for variant in (v for v in VARIANTS if v.scheduler in schedulers):
+            record = RunRecord(
+                workload.name,
+                size_name,
+                variant.scheduler,
+                variant=variant.name,
+                plugin=variant.plugin,
+                group_api=variant.api,
+                nodes=size.nodes,
+                group_sizes=list(size.groups),
+                config=gang_config(workload, variant),
+                skipped=unsupported_reason(variant),
             )
-            record = run_on_control_plane(
-                record, control_plane or new_control_plane, make_run, _serve_podgroups
+
+            def make_run(cp: ControlPlane, cleanup: bool, variant: Variant = variant) -> Run:
+                return GangRun(cp, workload, size, variant, options=options, cleanup=cleanup)
+
+            yield (
+                record,
+                partial(
+                    run_on_control_plane,
+                    control_plane=planes,
+                    make_run=make_run,
+                    prepare=_serve_podgroups,
+                ),
             )
-            leftover = record.get("cleanup_failed")
-        record["machine"] = machine
-        record["load_average"] = {
-            "before": load_before,
-            "after": [round(x, 2) for x in os.getloadavg()],
-        }
-        record["command"] = command
-        record["json"] = str(write_record(record, results_dir))
-        records.append(record)
-        print(gang_line(record), flush=True)
-    return records
+
+    return run_in_turn(runs(), options, gang_line)
 
 
 def _serve_podgroups(cp: ControlPlane) -> None:
@@ -297,47 +297,3 @@ def _serve_podgroups(cp: ControlPlane) -> None:
         grant_podgroups(client)
     finally:
         client.close()
-
-
-def _gang_run_factory(
-    workload: Workload,
-    size_name: str,
-    variant: Variant,
-    results_dir: Path,
-    deadline: float,
-    create_qps: float | None,
-    verbosity: int | None,
-) -> Callable[[ControlPlane, bool], Run]:
-    """The variant's GangRun on a given control plane, cleaning up after itself or not."""
-
-    def make_run(cp: ControlPlane, cleanup: bool) -> Run:
-        return GangRun(
-            cp,
-            workload,
-            workload.sizes[size_name],
-            variant.scheduler,
-            workdir=results_dir,
-            deadline=deadline,
-            create_qps=create_qps,
-            verbosity=verbosity,
-            variant=variant,
-            cleanup=cleanup,
-        )
-
-    return make_run
-
-
-def _header(workload: Workload, size_name: str, variant: Variant) -> dict[str, Any]:
-    size = workload.sizes[size_name]
-    return {
-        "workload": workload.name,
-        "size": size_name,
-        "scheduler": variant.scheduler,
-        "variant": variant.name,
-        "plugin": variant.plugin,
-        "group_api": variant.api,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "nodes": size.nodes,
-        "group_sizes": list(size.groups),
-        "config": gang_config(workload, variant),
-    }

@@ -1,7 +1,7 @@
 """Figures from a pod watch and /proc: throughput samples, latency percentiles, CPU and RSS.
 
-The watch reads raw JSON lines (no client model objects): at thousands of pods per run, building
-V1Pod objects would make the watcher itself late and inflate the latencies it records.
+The watch reads raw JSON lines: building V1Pod objects for thousands of pods would make the
+watcher late and inflate the latencies it records.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any, NamedTuple
 
 from kubernetes import client as k8s
 from kubernetes.watch.watch import iter_resp_lines
+
+from e2e.bench.record import MachineFigures, PodFigures
 
 SAMPLE_INTERVAL = 1.0  # seconds, as scheduler_perf's throughputSampleInterval
 
@@ -289,23 +291,12 @@ def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
     )
 
 
-def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
-    """Who used the machine's CPUs over a window: to read what bounds throughput.
-
-    `machine_busy_cores` near the core count means the machine itself is the limit;
-    `cpu_seconds_by_process` says which process took it (`other` is everything unnamed),
-    `machine_cpu_seconds_by_class` how much of the busy time was the hypervisor's steal and
-    interrupts (so a window with a large `other` says whether the machine was taken from
-    under it);
-    `runqueue_wait_seconds_by_process` how long each one's threads waited for a CPU (added
-    over threads, so it can exceed the window; a thread that exited in the window is left
-    out), which says whether a process did less because it was starved of CPU, and
-    `timeslices_by_process` how many times its threads were put on a CPU (counted the same
-    way), which says how often it was woken for what it did: a server woken once per request
-    spends more on switches than one that finds many requests waiting at each wake-up;
-    `read_write_calls_by_process` and `read_write_bytes_by_process` the system calls and
-    bytes of read_write_calls (for Go servers: their network reads and writes).
-    """
+def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> MachineFigures:
+    """Who used the machine's CPUs over a window, to read what bounds throughput: busy cores
+    (near the core count: the machine is the limit), CPU seconds by process (`other`: all
+    unnamed) and by class (steal, interrupts), each process's threads' wait for a CPU (starved
+    or idle?), timeslices (how often woken) and read/write calls and bytes (Go's network I/O).
+    Per-thread counters are added over threads, so they can exceed the window."""
     wall = after.at - before.at
     used = {
         name: round(after.by_process[name] - before.by_process[name], 2)
@@ -319,32 +310,35 @@ def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, Any]:
         for name, threads in after.waiting_by_process.items()
         if name in before.waiting_by_process
     }
-    out: dict[str, Any] = {
-        "window_seconds": round(wall, 2),
-        "machine_busy_cores": round(busy / wall, 2) if wall > 0 else 0.0,
-        "cpu_seconds_by_process": used,
-        "runqueue_wait_seconds_by_process": waited,
-    }
-    if before.timeslices_by_process and after.timeslices_by_process:
-        out["timeslices_by_process"] = {
+    rw_before, rw_after = before.read_write_by_process, after.read_write_by_process
+    common = sorted(rw_after.keys() & rw_before.keys())
+    timeslices = (
+        {
             name: round(added_between(before.timeslices_by_process[name], threads))
             for name, threads in after.timeslices_by_process.items()
             if name in before.timeslices_by_process
         }
-    rw_before, rw_after = before.read_write_by_process, after.read_write_by_process
-    common = sorted(rw_after.keys() & rw_before.keys())
-    if common:
-        out["read_write_calls_by_process"] = {
-            name: rw_after[name].calls - rw_before[name].calls for name in common
-        }
-        out["read_write_bytes_by_process"] = {
-            name: rw_after[name].bytes - rw_before[name].bytes for name in common
-        }
-    if before.by_class and after.by_class:
-        out["machine_cpu_seconds_by_class"] = {
-            key: round(after.by_class[key] - before.by_class[key], 2) for key in after.by_class
-        }
-    return out
+        if before.timeslices_by_process and after.timeslices_by_process
+        else None
+    )
+    return MachineFigures(
+        window_seconds=round(wall, 2),
+        machine_busy_cores=round(busy / wall, 2) if wall > 0 else 0.0,
+        cpu_seconds_by_process=used,
+        runqueue_wait_seconds_by_process=waited,
+        timeslices_by_process=timeslices,
+        read_write_calls_by_process=(
+            {n: rw_after[n].calls - rw_before[n].calls for n in common} if common else None
+        ),
+        read_write_bytes_by_process=(
+            {n: rw_after[n].bytes - rw_before[n].bytes for n in common} if common else None
+        ),
+        machine_cpu_seconds_by_class=(
+            {k: round(after.by_class[k] - before.by_class[k], 2) for k in after.by_class}
+            if before.by_class and after.by_class
+            else None
+        ),
+    )
 
 
 def throughput_samples(bound_times: Sequence[float], start: float) -> list[float]:
@@ -383,7 +377,7 @@ def throughput_samples(bound_times: Sequence[float], start: float) -> list[float
     return samples
 
 
-def summarize(times: PodTimes, measured: Sequence[str], start: float) -> dict[str, float]:
+def summarize(times: PodTimes, measured: Sequence[str], start: float) -> PodFigures:
     """Throughput and latency figures for the measured pods; `start` is when creation began."""
     bound = [times.bound[n] for n in measured if n in times.bound]
     latencies = [times.bound[n] - times.created[n] for n in measured if n in times.bound]
@@ -394,22 +388,22 @@ def summarize(times: PodTimes, measured: Sequence[str], start: float) -> dict[st
     # kwok's Running patches that landed inside the window (it ends at the last binding): the
     # API server's work for them counts against this run, for the ones after it against none.
     running = sum(1 for n in measured if times.running.get(n, math.inf) <= start + elapsed)
-    return {
-        "measured_pods": len(measured),
-        "bound_pods": len(bound),
-        "unscheduled_pods": len(measured) - len(bound) - deleted,
-        "deleted_before_bound_pods": deleted,
-        "running_in_window_pods": running,
-        "elapsed_seconds": round(elapsed, 3),
-        "throughput_overall": round(overall, 1),
-        "throughput_samples": len(samples),
+    return PodFigures(
+        measured_pods=len(measured),
+        bound_pods=len(bound),
+        unscheduled_pods=len(measured) - len(bound) - deleted,
+        deleted_before_bound_pods=deleted,
+        running_in_window_pods=running,
+        elapsed_seconds=round(elapsed, 3),
+        throughput_overall=round(overall, 1),
+        throughput_samples=len(samples),
         # scheduler_perf's Average of the samples: 0 for a run shorter than two ticks, and
         # dominated by the last partial second for a run of a few seconds.
-        "throughput_avg": round(sum(samples) / len(samples), 1) if samples else 0.0,
-        "throughput_p50": round(percentile(samples, 50), 1),
-        "throughput_p90": round(percentile(samples, 90), 1),
-        "throughput_p99": round(percentile(samples, 99), 1),
-        "latency_p50_ms": round(percentile(latencies, 50) * 1000, 1),
-        "latency_p90_ms": round(percentile(latencies, 90) * 1000, 1),
-        "latency_p99_ms": round(percentile(latencies, 99) * 1000, 1),
-    }
+        throughput_avg=round(sum(samples) / len(samples), 1) if samples else 0.0,
+        throughput_p50=round(percentile(samples, 50), 1),
+        throughput_p90=round(percentile(samples, 90), 1),
+        throughput_p99=round(percentile(samples, 99), 1),
+        latency_p50_ms=round(percentile(latencies, 50) * 1000, 1),
+        latency_p90_ms=round(percentile(latencies, 90) * 1000, 1),
+        latency_p99_ms=round(percentile(latencies, 99) * 1000, 1),
+    )

@@ -1,10 +1,8 @@
 """Fixed-rate creation (`--create-qps`): pod i is due at i / rate seconds after the start.
 
-The schedule is a monotonic-clock timetable, not a rate the API server happens to allow:
-workers take the next due pod, wait for its time and create it, so the pods arrive at a
-steady rate as long as the harness and the API server keep up. Whether they did is measured
-(how late each create started, the rate the creates completed at) and recorded beside the
-asked rate: a run that fell behind says so instead of passing for a paced run.
+A monotonic-clock timetable: workers wait for each pod's time and create it. How late each
+create started and the rate achieved are recorded beside the asked rate, so a run that fell
+behind says so.
 """
 
 from __future__ import annotations
@@ -14,9 +12,9 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from e2e.bench.measure import percentile
+from e2e.bench.record import PacingFigures
 
 #: A paced run counts as having reached its rate when it achieved at least this share of it.
 REACHED_SHARE = 0.95
@@ -63,18 +61,18 @@ class Pacing:
         """How late each create started against its due time (never negative)."""
         return [max(0.0, s - d) for s, d in zip(self.started, self.due, strict=True)]
 
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> PacingFigures:
         """The record's creation figures: asked and achieved rate, whether it was reached, and
         how late creates started (p50, p99, max)."""
         lags = self.lags()
-        return {
-            "create_qps_asked": self.asked,
-            "create_qps_achieved": round(self.achieved, 1),
-            "create_qps_reached": self.reached,
-            "create_lag_p50_ms": round(percentile(lags, 50) * 1000, 1),
-            "create_lag_p99_ms": round(percentile(lags, 99) * 1000, 1),
-            "create_lag_max_ms": round(max(lags, default=0.0) * 1000, 1),
-        }
+        return PacingFigures(
+            create_qps_asked=self.asked,
+            create_qps_achieved=round(self.achieved, 1),
+            create_qps_reached=self.reached,
+            create_lag_p50_ms=round(percentile(lags, 50) * 1000, 1),
+            create_lag_p99_ms=round(percentile(lags, 99) * 1000, 1),
+            create_lag_max_ms=round(max(lags, default=0.0) * 1000, 1),
+        )
 
 
 def create_paced(

@@ -1,10 +1,8 @@
 """CPU pinning for capacity mode: the control plane on one CPU, the scheduler on another.
 
-`sched_setaffinity` on a pid changes only that one thread, so a running process is pinned by
-setting every thread listed in /proc/<pid>/task (threads it starts later inherit the mask of the
-thread that starts them). The scheduler under test is started pinned instead (`taskset`, see
-e2e.cluster.processes), so none of its threads ever runs elsewhere. `Pinned` restores every
-process's previous mask when it ends.
+sched_setaffinity on a pid sets one thread, so a running process is pinned thread by thread
+(/proc/<pid>/task); the scheduler is started pinned instead (taskset). `Pinned` restores every
+process's mask when it ends.
 """
 
 from __future__ import annotations

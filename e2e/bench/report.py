@@ -1,4 +1,8 @@
-"""Run records: machine facts and versions, one JSON file per run, and the comparison table."""
+"""Run records read back: machine facts, progress lines and the comparison tables.
+
+Works on records as their JSON files hold them, so `python -m e2e.bench.report FILE.json...`
+prints the same tables from saved runs as the benchmark printed.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,19 @@ import os
 import platform
 import statistics
 import subprocess
-import time
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from e2e.bench.options import REPO_ROOT
 from e2e.bench.schedulers import KUBE_PYSCHED, KUBE_SCHEDULER, SCHEDULERS
 from e2e.bench.scraped import WORK_FIGURES
 from e2e.cluster import KUBERNETES_VERSION, KWOK_VERSION
 from scheduler import __version__ as PYSCHED_VERSION
 
-REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+Record = dict[str, Any]
+Columns = Sequence[tuple[str, str]]
 
 # (figure, column title); ratios are kube-pysched / kube-scheduler.
 COLUMNS = (
@@ -36,25 +42,36 @@ COLUMNS = (
     ("unscheduled_pods", "unsched"),
     ("create_rate", "create/s"),
 )
-
 # What each scheduler did in the measured window (scraped from its /metrics; e2e.bench.scraped).
-WORK_COLUMNS = tuple(
-    zip(
-        WORK_FIGURES,
-        ("scheduled", "unschedulable", "error", "preemptions", "victims"),
-        strict=True,
-    )
+WORK_TITLES = ("scheduled", "unschedulable", "error", "preemptions", "victims")
+WORK_COLUMNS = tuple(zip(WORK_FIGURES, WORK_TITLES, strict=True))
+#: The figures the performance targets are set on, summarised over the rounds of `--repeat`.
+REPEAT_COLUMNS = (
+    ("throughput_overall", "pods/s"),
+    ("latency_p99_ms", "lat99"),
+    ("cpu_ms_per_pod", "cpu ms/pod"),
+    ("peak_rss_mib", "rss"),
+)
+# The gang benchmark's columns (e2e/bench/gangs.py): group times are first member created to
+# last member bound, over the groups all of whose members were bound.
+GANG_COLUMNS = (
+    ("throughput_overall", "pods/s"),
+    ("group_all_bound_p50_s", "group p50 s"),
+    ("group_all_bound_p90_s", "group p90 s"),
+    ("group_all_bound_max_s", "group max s"),
+    ("groups_all_bound", "groups done"),
+    ("cpu_ms_per_pod", "cpu ms/pod"),
+    ("cpu_seconds", "cpu s"),
+    ("peak_rss_mib", "rss MiB"),
+    ("unscheduled_pods", "unsched"),
+    ("create_rate", "create/s"),
 )
 
 
 def machine_facts() -> dict[str, Any]:
     """What the figures depend on besides the code: versions, CPU, memory, load."""
-    model = ""
     with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+        model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return {
         "cpus": os.cpu_count(),
@@ -74,42 +91,27 @@ def machine_facts() -> dict[str, Any]:
 
 def _git_commit() -> str:
     """HEAD, with '+dirty' when the tree has uncommitted changes (as before/after figures are)."""
+
+    def git(*args: str) -> str:
+        argv = ["git", *args]
+        return subprocess.run(
+            argv, cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", "scheduler"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", "scheduler")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")
 
 
-def write_record(record: dict[str, Any], results_dir: Path) -> Path:
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    who = record.get("variant", record["scheduler"])
-    if "repeat" in record:
-        who += f"-r{record['repeat']}"
-    path = results_dir / f"{stamp}-{record['workload']}-{record['size']}-{who}.json"
-    path.write_text(json.dumps(record, indent=2) + "\n")
-    return path
-
-
-def not_measured(record: dict[str, Any]) -> str:
+def not_measured(record: Record) -> str:
     """Why a run has no figures: an unsupported workload, or a run that failed."""
     return str(record.get("skipped") or record.get("failed") or "no figures")
 
 
-def run_mode(record: dict[str, Any]) -> str:
+def run_mode(record: Record) -> str:
     """How the measured pods arrived: live (as fast as they can be created), `qps N` (live,
     paced at N/s), backlog or capacity (all created before the scheduler started); "pending"
     added when kwok left the measured pods Pending (--pending-pods)."""
@@ -119,9 +121,8 @@ def run_mode(record: dict[str, Any]) -> str:
     return f"{mode} pending" if record.get("pending_pods") else mode
 
 
-def mode_cell(record: dict[str, Any]) -> str:
-    """The table's mode column: run_mode, with the achieved rate of a paced run ("!" when it
-    fell short of the asked one)."""
+def mode_cell(record: Record) -> str:
+    """run_mode, with the achieved rate of a paced run ("!" when it fell short of the asked)."""
     f = record.get("figures", {})
     if "create_qps_achieved" not in f:
         return run_mode(record)
@@ -129,10 +130,9 @@ def mode_cell(record: dict[str, Any]) -> str:
     return f"{run_mode(record)}>{f['create_qps_achieved']:g}{short}"
 
 
-def notes(record: dict[str, Any]) -> list[str]:
+def notes(record: Record) -> list[str]:
     """What a reader of the figures must know about the run: nodes tainted as silent, events
-    dropped, a paced creation that fell behind its rate, and capacity mode's pinning (and
-    whether it held)."""
+    dropped, a paced creation that fell behind its rate, and capacity mode's pinning."""
     f = record.get("figures", {})
     out: list[str] = []
     if f.get("unready_nodes"):
@@ -164,7 +164,12 @@ def notes(record: dict[str, Any]) -> list[str]:
     return out
 
 
-def one_line(record: dict[str, Any]) -> str:
+def _cleanup_note(record: Record) -> str:
+    failed = record.get("cleanup_failed")
+    return f"  CLEANUP FAILED: {failed}" if failed else ""
+
+
+def one_line(record: Record) -> str:
     """Progress line printed as each run ends."""
     head = f"{record['workload']:<26} {record['size']:>5} {record['scheduler']:<15}"
     if "figures" not in record:
@@ -178,51 +183,134 @@ def one_line(record: dict[str, Any]) -> str:
         f"rss {f['peak_rss_mib']} MiB  "
         f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
         + (f"  deleted before bound {deleted}" if deleted else "")
-        + (f"  CLEANUP FAILED: {record['cleanup_failed']}" if "cleanup_failed" in record else "")
+        + _cleanup_note(record)
         + "".join(f"\n    {note}" for note in notes(record))
     )
 
 
-def _cell(figures: dict[str, Any], key: str) -> str:
-    return str(figures.get(key, "-"))
+def gang_line(record: Record) -> str:
+    """Progress line printed as each gang run ends."""
+    head = f"{record['workload']:<16} {record['size']:>5} {record['variant']:<30}"
+    if "figures" not in record:
+        return f"{head} {not_measured(record)}"
+    f = record["figures"]
+    return (
+        f"{head} {f['throughput_overall']} pods/s  groups all bound {f['groups_all_bound']}/"
+        f"{f['groups']} in p50 {f['group_all_bound_p50_s']} / p90 {f['group_all_bound_p90_s']}"
+        f" / max {f['group_all_bound_max_s']} s  cpu {f['cpu_ms_per_pod']} ms/pod  "
+        f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
+        + _cleanup_note(record)
+    )
 
 
-def workload_label(record: dict[str, Any]) -> str:
+def _cells(record: Record, columns: Columns) -> list[str]:
+    return [str(record["figures"].get(key, "-")) for key, _ in columns]
+
+
+def ratio(pysched: float, kube_scheduler: float) -> str:
+    if kube_scheduler == 0:
+        return "-" if pysched == 0 else "inf"
+    return f"{pysched / kube_scheduler:.2f}"
+
+
+def workload_label(record: Record) -> str:
     """The workload's name, with the round (`#2`) of a `--repeat` run."""
     if "repeat" in record:
         return f"{record['workload']} #{record['repeat']}"
     return str(record["workload"])
 
 
-def _group(
-    records: Sequence[dict[str, Any]],
-) -> dict[tuple[str, str, str], dict[str, dict[str, Any]]]:
+def _group(records: Sequence[Record]) -> dict[tuple[str, str, str], dict[str, Record]]:
     """Records by (workload and round, size, mode), then by scheduler: rows that compare."""
-    groups: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str], dict[str, Record]] = {}
     for record in records:
         key = (workload_label(record), record["size"], run_mode(record))
         groups.setdefault(key, {})[record["scheduler"]] = record
     return groups
 
 
-#: The targets' figures (issue 16), summarised over the rounds of a `--repeat` run.
-REPEAT_COLUMNS = (
-    ("throughput_overall", "pods/s"),
-    ("latency_p99_ms", "lat99"),
-    ("cpu_ms_per_pod", "cpu ms/pod"),
-    ("peak_rss_mib", "rss"),
-)
+def _pair(runs: dict[str, Record]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """kube-pysched's and kube-scheduler's figures, when both were measured."""
+    ks, py = runs.get(KUBE_SCHEDULER), runs.get(KUBE_PYSCHED)
+    if ks and py and "figures" in ks and "figures" in py:
+        return py["figures"], ks["figures"]
+    return None
 
 
-def repeat_table(records: Sequence[dict[str, Any]]) -> str:
+def _comparison(
+    records: Sequence[Record], columns: Columns
+) -> Iterator[tuple[tuple[str, str, str], str, Record | None, list[str]]]:
+    """Per group, each scheduler's row and then the ratio row: (group, who, the record or None
+    for the ratio, cells; a run without figures has one cell saying why)."""
+    for group, runs in _group(records).items():
+        for which in SCHEDULERS:
+            r = runs.get(which)
+            if r is not None:  # else that scheduler was not asked for
+                yield group, which, r, _cells(r, columns) if "figures" in r else [not_measured(r)]
+        pair = _pair(runs)
+        if pair is not None:
+            py, ks = pair
+            cells = [ratio(py[k], ks[k]) if k in py and k in ks else "-" for k, _ in columns]
+            yield group, "ratio py/ks", None, cells
+
+
+def table(records: Sequence[Record]) -> str:
+    """Both schedulers' figures per workload, and the kube-pysched / kube-scheduler ratio."""
+    width = max([len("workload")] + [len(workload_label(r)) for r in records]) + 1
+    header = f"{'workload':<{width}}{'scheduler':<15}{'mode':<14}" + "".join(
+        f"{title:>11}" for _, title in COLUMNS
+    )
+    lines, footnotes = [header, "-" * len(header)], []
+    for (workload, _, _), who, r, cells in _comparison(records, COLUMNS):
+        if r is None:
+            lines.append(f"{'':<{width}}{who:<15}{'':<14}" + "".join(f"{c:>11}" for c in cells))
+            continue
+        label = f"{workload:<{width}}{who:<15}{mode_cell(r):<14}"
+        lines.append(label + ("".join(f"{c:>11}" for c in cells) if "figures" in r else cells[0]))
+        footnotes += [f"{workload} {who} {run_mode(r)}: {n}" for n in notes(r)]
+    return "\n".join(lines + (["", *footnotes] if footnotes else []))
+
+
+def _md_header(
+    titles: Sequence[str], lead: str = "workload | size | scheduler | mode"
+) -> list[str]:
+    aligned = " | ".join("---:" for _ in titles)
+    return [
+        f"| {lead} | " + " | ".join(titles) + " |",
+        f"|{' --- |' * (lead.count('|') + 1)} {aligned} |",
+    ]
+
+
+def _md_cells(r: Record, cells: list[str], columns: Columns) -> str:
+    """A row's cells; a run without figures says why in the first, the rest blank."""
+    if "figures" in r:
+        return " | ".join(cells)
+    return f"{cells[0]} | " + " | ".join("" for _ in columns[1:])
+
+
+def markdown_table(records: Sequence[Record], columns: Columns = COLUMNS) -> str:
+    """The comparison as a Markdown table (for docs/benchmarks.md): `columns` of
+    the figures (WORK_COLUMNS: the scheduling attempts, which explain the CPU)."""
+    lines, footnotes = _md_header([title for _, title in columns]), []
+    for (workload, size, mode), who, r, cells in _comparison(records, columns):
+        if r is None:
+            lines.append(f"| {workload} | {size} | *{who}* | {mode} | {' | '.join(cells)} |")
+            continue
+        lines.append(
+            f"| {workload} | {size} | {who} | {mode_cell(r)} | {_md_cells(r, cells, columns)} |"
+        )
+        footnotes += [f"* {workload} {size} {who} {mode}: {n}" for n in notes(r)]
+    return "\n".join(lines + (["", *footnotes] if footnotes else []))
+
+
+def repeat_table(records: Sequence[Record]) -> str:
     """Per workload run more than once: each round's kube-pysched / kube-scheduler ratio and
     their median, so one noisy pair does not decide a target (empty if none repeated)."""
     pairs: dict[tuple[str, str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for (_label, size, mode), runs in _group(records).items():
-        ks, py = runs.get(KUBE_SCHEDULER), runs.get(KUBE_PYSCHED)
-        if ks and py and "figures" in ks and "figures" in py:
-            key = (ks["workload"], size, mode)
-            pairs.setdefault(key, []).append((py["figures"], ks["figures"]))
+        pair = _pair(runs)
+        if pair is not None:
+            pairs.setdefault((runs[KUBE_SCHEDULER]["workload"], size, mode), []).append(pair)
     titles = [title for _, title in REPEAT_COLUMNS]
     lines = [
         "| workload | size | mode | pairs | "
@@ -242,110 +330,7 @@ def repeat_table(records: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
-def table(records: Sequence[dict[str, Any]]) -> str:
-    """Both schedulers' figures per workload, and the kube-pysched / kube-scheduler ratio."""
-    name_width = max([len("workload")] + [len(workload_label(r)) for r in records]) + 1
-    header = f"{'workload':<{name_width}}{'scheduler':<15}{'mode':<14}" + "".join(
-        f"{title:>11}" for _, title in COLUMNS
-    )
-    lines = [header, "-" * len(header)]
-    footnotes: list[str] = []
-    for (workload, _size, _mode), runs in _group(records).items():
-        for which in SCHEDULERS:
-            r = runs.get(which)
-            if r is None:
-                continue  # that scheduler was not asked for
-            label = f"{workload:<{name_width}}{which:<15}{mode_cell(r):<14}"
-            if "figures" not in r:
-                lines.append(f"{label}{not_measured(r)}")
-                continue
-            lines.append(label + "".join(f"{_cell(r['figures'], k):>11}" for k, _ in COLUMNS))
-            footnotes += [f"{workload} {which} {run_mode(r)}: {n}" for n in notes(r)]
-        ks, py = runs.get(KUBE_SCHEDULER), runs.get(KUBE_PYSCHED)
-        if ks and py and "figures" in ks and "figures" in py:
-            cells = [_ratio_cell(py["figures"], ks["figures"], k) for k, _ in COLUMNS]
-            lines.append(
-                f"{'':<{name_width}}{'ratio py/ks':<15}{'':<14}"
-                + "".join(f"{c:>11}" for c in cells)
-            )
-    return "\n".join(lines + (["", *footnotes] if footnotes else []))
-
-
-def _ratio_cell(pysched: dict[str, Any], kube_scheduler: dict[str, Any], key: str) -> str:
-    if key not in pysched or key not in kube_scheduler:
-        return "-"
-    return ratio(pysched[key], kube_scheduler[key])
-
-
-def ratio(pysched: float, kube_scheduler: float) -> str:
-    if kube_scheduler == 0:
-        return "-" if pysched == 0 else "inf"
-    return f"{pysched / kube_scheduler:.2f}"
-
-
-def markdown_table(
-    records: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]] = COLUMNS
-) -> str:
-    """The comparison as a Markdown table (for docs/benchmarks.md): `columns` of
-    the figures (WORK_COLUMNS: the scheduling attempts, which explain the CPU)."""
-    titles = [title for _, title in columns]
-    lines = [
-        "| workload | size | scheduler | mode | " + " | ".join(titles) + " |",
-        "| --- | --- | --- | --- | " + " | ".join("---:" for _ in columns) + " |",
-    ]
-    footnotes: list[str] = []
-    for (workload, size, mode), runs in _group(records).items():
-        for which in SCHEDULERS:
-            r = runs.get(which)
-            if r is None:
-                continue
-            head = f"| {workload} | {size} | {which} | {mode_cell(r)} |"
-            if "figures" not in r:
-                blank = " | ".join("" for _ in columns[1:])
-                lines.append(f"{head} {not_measured(r)} | {blank} |")
-                continue
-            cells = " | ".join(_cell(r["figures"], k) for k, _ in columns)
-            lines.append(f"{head} {cells} |")
-            footnotes += [f"* {workload} {size} {which} {mode}: {n}" for n in notes(r)]
-        ks, py = runs.get(KUBE_SCHEDULER), runs.get(KUBE_PYSCHED)
-        if ks and py and "figures" in ks and "figures" in py:
-            cells = " | ".join(_ratio_cell(py["figures"], ks["figures"], k) for k, _ in columns)
-            lines.append(f"| {workload} | {size} | *ratio py/ks* | {mode} | {cells} |")
-    return "\n".join(lines + (["", *footnotes] if footnotes else []))
-
-
-# The gang benchmark's columns (e2e/bench/gangs.py): group times are first member created to
-# last member bound, over the groups all of whose members were bound.
-GANG_COLUMNS = (
-    ("throughput_overall", "pods/s"),
-    ("group_all_bound_p50_s", "group p50 s"),
-    ("group_all_bound_p90_s", "group p90 s"),
-    ("group_all_bound_max_s", "group max s"),
-    ("groups_all_bound", "groups done"),
-    ("cpu_ms_per_pod", "cpu ms/pod"),
-    ("cpu_seconds", "cpu s"),
-    ("peak_rss_mib", "rss MiB"),
-    ("unscheduled_pods", "unsched"),
-    ("create_rate", "create/s"),
-)
-
-
-def gang_line(record: dict[str, Any]) -> str:
-    """Progress line printed as each gang run ends."""
-    head = f"{record['workload']:<16} {record['size']:>5} {record['variant']:<30}"
-    if "figures" not in record:
-        return f"{head} {not_measured(record)}"
-    f = record["figures"]
-    return (
-        f"{head} {f['throughput_overall']} pods/s  groups all bound {f['groups_all_bound']}/"
-        f"{f['groups']} in p50 {f['group_all_bound_p50_s']} / p90 {f['group_all_bound_p90_s']}"
-        f" / max {f['group_all_bound_max_s']} s  cpu {f['cpu_ms_per_pod']} ms/pod  "
-        f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
-        + (f"  CLEANUP FAILED: {record['cleanup_failed']}" if "cleanup_failed" in record else "")
-    )
-
-
-def gang_table(records: Sequence[dict[str, Any]]) -> str:
+def gang_table(records: Sequence[Record]) -> str:
     """One row per gang variant run, in the order run."""
     header = f"{'variant':<31}{'mode':<10}" + "".join(f"{t:>13}" for _, t in GANG_COLUMNS)
     lines = [header, "-" * len(header)]
@@ -354,54 +339,62 @@ def gang_table(records: Sequence[dict[str, Any]]) -> str:
         if "figures" not in r:
             lines.append(f"{label}{not_measured(r)}")
             continue
-        lines.append(label + "".join(f"{_cell(r['figures'], k):>13}" for k, _ in GANG_COLUMNS))
+        lines.append(label + "".join(f"{c:>13}" for c in _cells(r, GANG_COLUMNS)))
     return "\n".join(lines)
 
 
-def gang_markdown_table(records: Sequence[dict[str, Any]]) -> str:
+def gang_markdown_table(records: Sequence[Record]) -> str:
     """The gang runs as a Markdown table (for docs/benchmarks.md)."""
     titles = [title for _, title in GANG_COLUMNS]
-    lines = [
-        "| size | scheduler | plugin (PodGroup API) | mode | " + " | ".join(titles) + " |",
-        "| --- | --- | --- | --- | " + " | ".join("---:" for _ in GANG_COLUMNS) + " |",
-    ]
+    lines = _md_header(titles, "size | scheduler | plugin (PodGroup API) | mode")
     for r in records:
         head = f"| {r['size']} | {r['scheduler']} | {r['plugin']} ({r['group_api']}) |"
-        head += f" {mode_cell(r)} |"
-        if "figures" not in r:
-            blank = " | ".join("" for _ in GANG_COLUMNS[1:])
-            lines.append(f"{head} {not_measured(r)} | {blank} |")
-            continue
-        cells = " | ".join(_cell(r["figures"], k) for k, _ in GANG_COLUMNS)
-        lines.append(f"{head} {cells} |")
+        cells = _cells(r, GANG_COLUMNS) if "figures" in r else [not_measured(r)]
+        lines.append(f"{head} {mode_cell(r)} | {_md_cells(r, cells, GANG_COLUMNS)} |")
     return "\n".join(lines)
+
+
+def _window_table(
+    records: Sequence[Record],
+    titles: Sequence[str],
+    cells_of: Callable[[Record], list[Any] | None],
+    who: Callable[[Record], str] = lambda r: str(r["scheduler"]),
+    window: bool = True,
+) -> str:
+    """One row per run whose record `cells_of` finds cells in (None: not recorded, no row),
+    then the window's length; "" when no run has any."""
+    lines = _md_header([*titles, "window s"] if window else titles)
+    for r in records:
+        cells = cells_of(r)
+        if cells is None:
+            continue
+        if window:
+            cells = [*cells, r.get("figures", {}).get("window_seconds", "")]
+        head = f"| {workload_label(r)} | {r['size']} | {who(r)} | {run_mode(r)} |"
+        lines.append(f"{head} {' | '.join(str(c) for c in cells)} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 CPU_USERS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager", "bench harness")
 
 
-def markdown_cpu_table(records: Sequence[dict[str, Any]]) -> str:
+def markdown_cpu_table(records: Sequence[Record]) -> str:
     """Who used the machine's CPUs while each run measured (runs that recorded it)."""
-    lines = [
-        "| workload | size | scheduler | mode | busy cores | scheduler s | "
-        + " s | ".join(CPU_USERS)
-        + " s | other s | window s |",
-        "| --- | --- | --- | --- | " + " | ".join("---:" for _ in range(len(CPU_USERS) + 4)) + " |",
-    ]
-    for r in records:
+
+    def cells(r: Record) -> list[Any] | None:
         figures = r.get("figures", {})
         used = figures.get("cpu_seconds_by_process")
         if not used:
-            continue
+            return None
         named = [used.get(r["scheduler"], 0.0), *(used.get(name, 0.0) for name in CPU_USERS)]
         busy = figures["machine_busy_cores"] * figures["window_seconds"]
         other = round(max(0.0, busy - sum(named)), 2)
-        cells = [figures["machine_busy_cores"], *named, other, figures["window_seconds"]]
-        row = " | ".join(str(c) for c in cells)
-        who = r.get("variant", r["scheduler"])
-        head = f"| {workload_label(r)} | {r['size']} | {who} | {run_mode(r)} |"
-        lines.append(f"{head} {row} |")
-    return "\n".join(lines) if len(lines) > 2 else ""
+        return [figures["machine_busy_cores"], *named, other, figures["window_seconds"]]
+
+    titles = ["busy cores", "scheduler s", *(f"{n} s" for n in CPU_USERS), "other s", "window s"]
+    return _window_table(
+        records, titles, cells, lambda r: str(r.get("variant", r["scheduler"])), window=False
+    )
 
 
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"})
@@ -435,32 +428,10 @@ def api_request_cells(requests: dict[str, int]) -> list[int]:
     return cells
 
 
-def _window_table(
-    records: Sequence[dict[str, Any]],
-    titles: Sequence[str],
-    cells_of: Callable[[dict[str, Any]], list[Any] | None],
-) -> str:
-    """One row per run whose record `cells_of` finds cells in (None: not recorded, no row),
-    then the window's length; "" when no run has any."""
-    lines = [
-        "| workload | size | scheduler | mode | " + " | ".join(titles) + " | window s |",
-        "| --- | --- | --- | --- | " + " | ".join("---:" for _ in range(len(titles) + 1)) + " |",
-    ]
-    for r in records:
-        cells = cells_of(r)
-        if cells is None:
-            continue
-        cells = [*cells, r.get("figures", {}).get("window_seconds", "")]
-        head = f"| {workload_label(r)} | {r['size']} | {r['scheduler']} | {run_mode(r)} |"
-        lines.append(f"{head} {' | '.join(str(c) for c in cells)} |")
-    return "\n".join(lines) if len(lines) > 2 else ""
+def markdown_api_table(records: Sequence[Record]) -> str:
+    """What the API server served while each run measured, from every client."""
 
-
-def markdown_api_table(records: Sequence[dict[str, Any]]) -> str:
-    """What the API server served while each run measured, from every client (runs that
-    recorded it: live runs since session 27)."""
-
-    def cells(r: dict[str, Any]) -> list[Any] | None:
+    def cells(r: Record) -> list[Any] | None:
         requests = r.get("figures", {}).get("api_requests")
         return None if requests is None else list(api_request_cells(requests))
 
@@ -492,12 +463,11 @@ def requests_in_flight(figures: dict[str, Any]) -> float | None:
     return round(busy_ms / 1000 / window, 1)
 
 
-def markdown_latency_table(records: Sequence[dict[str, Any]]) -> str:
-    """How long the API server took, on average, over each kind of request in each run's window
-    (runs that recorded it: since session 38), in milliseconds (a kind not served is blank),
-    and how many requests it was serving at once on average."""
+def markdown_latency_table(records: Sequence[Record]) -> str:
+    """How long the API server took, on average, over each kind of request in each run's window,
+    in milliseconds (a kind not served is blank), and how many it was serving at once."""
 
-    def cells(r: dict[str, Any]) -> list[Any] | None:
+    def cells(r: Record) -> list[Any] | None:
         figures = r.get("figures", {})
         mean_ms = figures.get("api_request_ms")
         if mean_ms is None:
@@ -514,11 +484,11 @@ def markdown_latency_table(records: Sequence[dict[str, Any]]) -> str:
 WAITING = ("kube-apiserver", "etcd", "kwok", "bench harness")
 
 
-def markdown_runqueue_table(records: Sequence[dict[str, Any]]) -> str:
+def markdown_runqueue_table(records: Sequence[Record]) -> str:
     """Seconds each process's threads spent runnable but waiting for a CPU in each run's window
-    (added over threads; runs that recorded it: since session 38)."""
+    (added over threads)."""
 
-    def cells(r: dict[str, Any]) -> list[Any] | None:
+    def cells(r: Record) -> list[Any] | None:
         waited = r.get("figures", {}).get("runqueue_wait_seconds_by_process")
         if not waited:
             return None
@@ -531,12 +501,12 @@ def markdown_runqueue_table(records: Sequence[dict[str, Any]]) -> str:
 GO_CPU_COLUMNS = ("user", "gc_mark_assist", "gc_mark_dedicated", "gc_mark_idle", "gc_pause")
 
 
-def markdown_go_cpu_table(records: Sequence[dict[str, Any]]) -> str:
-    """Where the API server's CPU went while each run measured, by the Go runtime's classes
-    (runs that recorded them: since session 35). `gc_mark_idle` is mark work done on cores
-    nothing else wanted, so it grows when the scheduler leaves a core free."""
+def markdown_go_cpu_table(records: Sequence[Record]) -> str:
+    """Where the API server's CPU went while each run measured, by the Go runtime's classes.
+    `gc_mark_idle` is mark work done on cores nothing else wanted, so it grows when the
+    scheduler leaves a core free."""
 
-    def cells(r: dict[str, Any]) -> list[Any] | None:
+    def cells(r: Record) -> list[Any] | None:
         classes = r.get("figures", {}).get("apiserver_go_cpu_seconds")
         return [classes.get(c, "") for c in GO_CPU_COLUMNS] if classes else None
 
@@ -559,48 +529,25 @@ def main(argv: Sequence[str]) -> int:
             parser.error(f"{path}: not a readable run record ({err})")
     records.sort(key=lambda r: r.get("started", ""))
     gangs = [r for r in records if "variant" in r]
-    records = [r for r in records if "variant" not in r]
+    plain = [r for r in records if "variant" not in r]
+    tables: list[str] = []
     if gangs:
-        print(gang_table(gangs))
-        print()
-        print(gang_markdown_table(gangs))
-        if records:
-            print()
-    if records:
-        print(table(records))
-        print()
-        print(markdown_table(records))
-        if any(k in r.get("figures", {}) for r in records for k, _ in WORK_COLUMNS):
-            print()
-            print(markdown_table(records, WORK_COLUMNS))
-    cpu = markdown_cpu_table(gangs + records)
-    if cpu:
-        print()
-        print(cpu)
-    api = markdown_api_table(records)
-    if api:
-        print()
-        print(api)
-    latency = markdown_latency_table(records)
-    if latency:
-        print()
-        print(latency)
-    waiting = markdown_runqueue_table(gangs + records)
-    if waiting:
-        print()
-        print(waiting)
-    go_cpu = markdown_go_cpu_table(records)
-    if go_cpu:
-        print()
-        print(go_cpu)
-    repeated = repeat_table(records)
-    if repeated:
-        print()
-        print(repeated)
+        tables += [gang_table(gangs), gang_markdown_table(gangs)]
+    if plain:
+        tables += [table(plain), markdown_table(plain)]
+        if any(k in r.get("figures", {}) for r in plain for k, _ in WORK_COLUMNS):
+            tables.append(markdown_table(plain, WORK_COLUMNS))
+    tables += [
+        markdown_cpu_table(gangs + plain),
+        markdown_api_table(plain),
+        markdown_latency_table(plain),
+        markdown_runqueue_table(gangs + plain),
+        markdown_go_cpu_table(plain),
+        repeat_table(plain),
+    ]
+    print("\n\n".join(t for t in tables if t))
     return 0
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main(sys.argv[1:]))

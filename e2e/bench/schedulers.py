@@ -1,13 +1,9 @@
 """The two schedulers under test: one shared configuration, and how each process is started.
 
-Both get the same KubeSchedulerConfiguration: kube-scheduler's default profile under the
-schedulerName `bench-scheduler`, minus the default plugins kube-pysched does not provide yet
-(so both run the same plugins), leader election off and scheduler_perf's client limits. Both
-run as system:kube-scheduler (the control plane's kube-scheduler kubeconfig), so the API server
-authorises them alike and queues them in the same priority level (until session 36 kube-pysched
-ran with the admin kubeconfig: system:masters, which RBAC does not evaluate and priority and
-fairness exempts).
-A workload that needs a missing plugin runs with kube-scheduler only (that plugin enabled) and
+Both run kube-scheduler's default profile (schedulerName `bench-scheduler`) minus the default
+plugins kube-pysched lacks, so both run the same plugins, with leader election off and
+scheduler_perf's client limits, and both as system:kube-scheduler, so the API server authorises
+and queues them alike. A workload needing a missing plugin runs with kube-scheduler only and
 is reported "not supported yet" for kube-pysched.
 """
 

@@ -1,20 +1,8 @@
-"""Figures from the scheduler's own /metrics, scraped before and after the measured window.
+"""Figures from the scheduler's and the API server's /metrics, read at both ends of the window.
 
-Both schedulers: the scheduling attempts by result and the preemption attempts and victims,
-so a difference in CPU per pod can be read against a difference in work (a preemptor tried
-more often, more preemptions). kube-pysched only: the GC pause histogram
-(kube_pysched_gc_pause_seconds) says how long the interpreter's collections held the process
-while the measured pods were scheduled, which /proc's CPU time cannot separate; and the events
-its recorder dropped (kube_pysched_events_dropped_total): a run that drops events spares the
-API server writes the other scheduler makes.
-
-From the API server's /metrics, for either scheduler: the requests it served in the window by
-verb and resource (every client's, the scheduler's among them), so a difference in the
-control plane's CPU between two runs can be read against what was asked of it; how long it
-took over each kind on average, so a client that sent fewer requests shows whether they were
-slow to serve or slow to be sent; and the Go
-runtime's estimate of where its CPU went by class (user code, GC mark work by kind: assist,
-dedicated, idle-priority), so CPU it spent only because a core was free shows apart.
+The scheduler's attempts and preemptions say what work its CPU went to; kube-pysched's GC
+pauses and dropped events say what /proc cannot. The API server's requests by kind, their mean
+time and its Go CPU classes say what was asked of the control plane and what it cost.
 """
 
 from __future__ import annotations
@@ -26,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from e2e.bench.record import ApiServerFigures, GcFigures, WorkFigures
 
 GC_PAUSE = "kube_pysched_gc_pause_seconds"
 EVENTS_DROPPED = "kube_pysched_events_dropped"
@@ -59,7 +49,7 @@ def gc_pauses(text: str) -> Pauses:
     return out
 
 
-def gc_figures(before: Pauses, after: Pauses) -> dict[str, Any]:
+def gc_figures(before: Pauses, after: Pauses) -> GcFigures:
     """Collections in the window: full ones (generation 2) counted, timed in total and bounded
     above by the histogram's bucket holding the longest; young ones (0 and 1) timed in total."""
 
@@ -75,14 +65,14 @@ def gc_figures(before: Pauses, after: Pauses) -> dict[str, Any]:
     full, full_seconds, full_buckets = delta("2")
     longest = min((le for le, n in full_buckets.items() if n >= full), default=math.inf)
     young_seconds = delta("0")[1] + delta("1")[1]
-    return {
-        "gc_full_collections": int(full),
-        "gc_full_ms": round(1000 * full_seconds, 1),
-        "gc_full_max_ms_at_most": (
+    return GcFigures(
+        gc_full_collections=int(full),
+        gc_full_ms=round(1000 * full_seconds, 1),
+        gc_full_max_ms_at_most=(
             None if full == 0 or math.isinf(longest) else round(1000 * longest, 1)
         ),
-        "gc_young_ms": round(1000 * young_seconds, 1),
-    }
+        gc_young_ms=round(1000 * young_seconds, 1),
+    )
 
 
 def work_counters(text: str) -> dict[str, float]:
@@ -163,16 +153,17 @@ def scrape(fetch: Callable[[], str] | None, *, pauses: bool) -> Scrape | None:
     return Scrape(work_counters(text), gc_pauses(text), events_dropped(text), text)
 
 
-def scraped_figures(before: Scrape | None, after: Scrape | None) -> dict[str, Any]:
-    """The window's figures from two readings (nothing if either is missing)."""
+def scraped_figures(before: Scrape | None, after: Scrape | None) -> WorkFigures | None:
+    """The window's figures from two readings (None if either is missing)."""
     if before is None or after is None:
-        return {}
-    figures: dict[str, Any] = dict(work_figures(before.work, after.work))
+        return None
+    gc = None
     if before.pauses is not None and after.pauses is not None:
-        figures.update(gc_figures(before.pauses, after.pauses))
+        gc = gc_figures(before.pauses, after.pauses)
+    dropped = None
     if before.dropped is not None and after.dropped is not None:
-        figures["events_dropped"] = round(after.dropped - before.dropped)
-    return figures
+        dropped = round(after.dropped - before.dropped)
+    return WorkFigures(**work_figures(before.work, after.work), gc=gc, events_dropped=dropped)
 
 
 def _request_kind(labels: dict[str, str]) -> str:
@@ -247,11 +238,9 @@ def api_request_figures(before: dict[str, float], after: dict[str, float]) -> di
 
 
 def go_cpu_classes(text: str) -> dict[str, float]:
-    """A Go component's CPU so far by the runtime's classes (`go_cpu_classes_*_cpu_seconds_total`
-    of /runtime/metrics: `user`, `gc_mark_idle`, `gc_mark_dedicated`, `gc_mark_assist`,
-    `gc_pause`, `gc_total`, `idle`, `scavenge_*`, `total`), in seconds. The runtime estimates
-    them from GOMAXPROCS and its own accounting (`total` is GOMAXPROCS x wall time, `idle` the
-    part no goroutine used) and updates them only at the end of each GC cycle."""
+    """A Go component's CPU seconds so far by the runtime's classes (`go_cpu_classes_*` of
+    /runtime/metrics: user, gc_mark_idle, gc_mark_assist, ..., total): estimates the runtime
+    updates only at the end of each GC cycle."""
     out: dict[str, float] = {}
     for sample in _series(text, (GO_CPU_CLASSES,)):
         name = sample.name[len(GO_CPU_CLASSES) :].removesuffix("_cpu_seconds_total")
@@ -301,20 +290,18 @@ def api_request_latency_figures(before: Durations, after: Durations) -> dict[str
     return out
 
 
-def api_server_figures(before: str | None, after: str | None) -> dict[str, Any]:
+def api_server_figures(before: str | None, after: str | None) -> ApiServerFigures | None:
     """What the API server's /metrics say about a window read at its two ends: requests and
-    refusals by kind, their mean milliseconds, and the Go runtime's CPU classes. Empty (never
+    refusals by kind, their mean milliseconds, and the Go runtime's CPU classes. None (never
     zeros) when either reading could not be taken."""
     if before is None or after is None:
-        return {}
-    figures: dict[str, Any] = {
-        "api_requests": api_request_figures(api_request_counts(before), api_request_counts(after)),
-        "api_refusals": api_request_figures(api_refusal_counts(before), api_refusal_counts(after)),
-        "api_request_ms": api_request_latency_figures(
+        return None
+    classes = go_cpu_class_figures(go_cpu_classes(before), go_cpu_classes(after))
+    return ApiServerFigures(
+        api_requests=api_request_figures(api_request_counts(before), api_request_counts(after)),
+        api_refusals=api_request_figures(api_refusal_counts(before), api_refusal_counts(after)),
+        api_request_ms=api_request_latency_figures(
             api_request_durations(before), api_request_durations(after)
         ),
-    }
-    classes = go_cpu_class_figures(go_cpu_classes(before), go_cpu_classes(after))
-    if classes:
-        figures["apiserver_go_cpu_seconds"] = classes
-    return figures
+        apiserver_go_cpu_seconds=classes or None,
+    )

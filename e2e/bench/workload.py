@@ -1,9 +1,8 @@
 """Workload definitions (workloads/*.yaml) and the Pod and Node manifests they describe.
 
-A workload file names its sizes, a node template, and pod templates for the init pods (placed
-before measuring), the measured pods, an optional background of pods arriving at a fixed
-interval and an optional churn of a node and a pod recreated at a fixed interval. A gang
-workload (`gangs:`) splits its measured pods into groups of seeded random sizes, each a PodGroup.
+A workload names its sizes, a node template, and pod templates: init pods (placed before
+measuring), measured pods, and optionally a background of pods and a churn of nodes and pods at
+fixed intervals. A gang workload (`gangs:`) splits its measured pods into seeded random groups.
 """
 
 from __future__ import annotations

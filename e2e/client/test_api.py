@@ -8,10 +8,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 import pytest
 
-from e2e.bench.protobuf import PROTOBUF, encode_event
 from scheduler.api.errors import ApiError
 from scheduler.api.objects import replace_pod
 from scheduler.api.parse import parse_pod
@@ -155,53 +153,6 @@ def test_events_are_created_and_repeats_become_a_series(
     # The same events through the core/v1 view (what `kubectl describe pod` shows).
     core = rest.get(f"/api/v1/namespaces/{namespace}/events")["items"]
     assert {e["reason"] for e in core} >= {"Scheduled", "FailedScheduling"}
-
-
-def test_the_bench_protobuf_event_reads_back_as_the_json_event_it_was_built_from(
-    rest: RestClient, kube_api: KubeApi, namespace: str, make_pod: MakePod
-) -> None:
-    pod = parse_pod(make_pod("protobuf-evented"))
-    event: dict[str, Any] = {
-        "apiVersion": "events.k8s.io/v1",
-        "kind": "Event",
-        "metadata": {"name": f"protobuf-evented.{uuid.uuid4().hex}", "namespace": namespace},
-        "eventTime": "2026-11-29T03:04:05.123456Z",
-        "series": {"count": 3, "lastObservedTime": "2026-11-29T03:05:00.000001Z"},
-        "reportingController": "kube-pysched",
-        "reportingInstance": "kube-pysched-e2e",
-        "action": "Scheduling",
-        "reason": "FailedScheduling",
-        "regarding": {
-            "kind": "Pod",
-            "namespace": namespace,
-            "name": pod.name,
-            "uid": pod.uid,
-            "apiVersion": "v1",
-            "resourceVersion": pod.resource_version,
-        },
-        "related": {"kind": "Node", "name": "node-ü", "apiVersion": "v1"},
-        "note": "0/3 nodes are available: 3 Insufficient cpu. Grüße",
-        "type": "Warning",
-    }
-    path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
-    _, reply = rest.request_raw("POST", path, body=encode_event(event), content_type=PROTOBUF)
-    created = orjson.loads(reply)
-    as_json = dict(event, metadata=dict(event["metadata"], name=event["metadata"]["name"] + ".j"))
-    kube_api.create_event(namespace, as_json)
-
-    def stored(name: str) -> dict[str, Any]:
-        got: dict[str, Any] = rest.get(
-            f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}"
-        )
-        assert got["metadata"]["name"] == name and got["metadata"]["namespace"] == namespace
-        return {k: v for k, v in got.items() if k != "metadata"}
-
-    from_protobuf = stored(event["metadata"]["name"])
-    assert from_protobuf == {k: v for k, v in created.items() if k != "metadata"}
-    assert from_protobuf == stored(as_json["metadata"]["name"])
-    assert {k: from_protobuf[k] for k in event if k != "metadata"} == {
-        k: v for k, v in event.items() if k != "metadata"
-    }
 
 
 def test_leader_election_one_leads_the_other_waits_then_takes_over(

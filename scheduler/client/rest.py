@@ -62,7 +62,7 @@ def _query_string(query: Query | None) -> str:
     )
 
 
-def _ssl_context(config: ClientConfig) -> ssl.SSLContext:
+def ssl_context(config: ClientConfig) -> ssl.SSLContext:
     """One context for all connections, so CA and client certificate are loaded once."""
     ctx = ssl.create_default_context(cafile=config.ca_file)
     if not config.verify_tls:
@@ -127,7 +127,7 @@ class RestClient:
         self._pool = ConnectionPool(
             parts.hostname,
             parts.port or (443 if https else 80),
-            ssl_context=_ssl_context(config) if https else None,
+            ssl_context=ssl_context(config) if https else None,
             server_hostname=config.tls_server_name,
             connect_timeout=connect_timeout,
             max_idle=max_connections,

@@ -14,7 +14,7 @@ from kubernetes import client as k8s
 from e2e.bench.rest import RestClient
 from e2e.cluster.certs import Pki, generate_pki
 from scheduler.client.config import ClientConfig
-from scheduler.client.rest import _ssl_context
+from scheduler.client.rest import ssl_context
 from scheduler.client.tls import send_certificate_file_only
 
 
@@ -66,7 +66,7 @@ def test_the_scheduler_sends_its_certificate_without_the_ca(pki: Pki) -> None:
         cert_file=str(client_pair.cert),
         key_file=str(client_pair.key),
     )
-    sent = _handshake_bytes_sent(pki, _ssl_context(config))
+    sent = _handshake_bytes_sent(pki, ssl_context(config))
     assert _der(client_pair.cert) in sent
     assert _der(pki.ca.cert) not in sent
 

@@ -58,8 +58,8 @@ def test_creates_start_on_schedule_when_each_create_is_quick() -> None:
     assert [round(at - 100.0, 6) for _, at in created] == [0.0, 0.1, 0.2, 0.3, 0.4]
     assert pacing.reached and pacing.achieved == pytest.approx(10)
     figures = pacing.figures()
-    assert figures["create_qps_asked"] == 10 and figures["create_qps_achieved"] == 10.0
-    assert figures["create_qps_reached"] is True and figures["create_lag_max_ms"] == 0.0
+    assert figures.create_qps_asked == 10 and figures.create_qps_achieved == 10.0
+    assert figures.create_qps_reached is True and figures.create_lag_max_ms == 0.0
 
 
 def test_a_harness_that_cannot_keep_up_is_recorded_as_such() -> None:
@@ -73,7 +73,7 @@ def test_a_harness_that_cannot_keep_up_is_recorded_as_such() -> None:
     assert pacing.achieved == pytest.approx(2)
     assert [round(lag, 6) for lag in pacing.lags()] == [0.0, 0.4, 0.8, 1.2]
     figures = pacing.figures()
-    assert figures["create_qps_reached"] is False and figures["create_lag_max_ms"] == 1200.0
+    assert figures.create_qps_reached is False and figures.create_lag_max_ms == 1200.0
 
 
 def test_a_failed_create_is_raised_and_stops_the_rest() -> None:
@@ -220,8 +220,8 @@ def test_only_the_running_patches_seen_by_the_last_binding_count_as_in_the_windo
     times.record("a", {"nodeName": "n"}, 2.6, deleted=False, phase="Running")  # not the first
     assert times.running == {"a": 1.7, "b": 2.4}
     figures = summarize(times, ["a", "b"], start=1.0)
-    assert figures["running_in_window_pods"] == 1
-    assert figures["elapsed_seconds"] == 1.0
+    assert figures.running_in_window_pods == 1
+    assert figures.elapsed_seconds == 1.0
 
 
 def test_a_workload_with_an_owner_is_refused_only_where_the_harness_must_create_its_pods() -> None:

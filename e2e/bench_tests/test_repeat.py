@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import e2e.bench.__main__ as bench
+from e2e.bench.options import RunOptions
 from e2e.bench.report import markdown_table, repeat_table, table
 
 
@@ -39,25 +40,23 @@ def test_run_workloads_runs_rounds_over_all_workloads_and_names_each_round(
 ) -> None:
     ran: list[tuple[str, str]] = []
 
-    def fake_run_one(workload: Any, size_name: str, which: str, *_: Any, **__: Any) -> Any:
+    def fake_run_one(workload: Any, which: str, *_: Any) -> None:
         ran.append((workload.name, which))
-        return {"workload": workload.name, "size": size_name, "scheduler": which}
 
-    monkeypatch.setattr(bench, "_run_one", fake_run_one)
+    monkeypatch.setattr(bench, "run_one", fake_run_one)
     records = bench.run_workloads(
         ["SchedulingBasic", "MixedChurn"],
         "1000",
         ["kube-scheduler", "kube-pysched"],
+        RunOptions(results_dir=tmp_path, repeat=2),
         control_plane=object(),  # type: ignore[arg-type]
-        results_dir=tmp_path,
-        repeat=2,
     )
     pair = ["kube-scheduler", "kube-pysched"]
     workloads = ("SchedulingBasic", "MixedChurn")
     assert ran == [(w, s) for _ in range(2) for w in workloads for s in pair]
-    assert [r["repeat"] for r in records] == [1, 1, 1, 1, 2, 2, 2, 2]
-    assert {r["repeats"] for r in records} == {2}
-    saved = [json.loads(Path(r["json"]).read_text()) for r in records]
+    assert [r.repeat for r in records] == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert {r.repeats for r in records} == {2}
+    saved = [json.loads(Path(str(r.json)).read_text()) for r in records]
     assert [s["repeat"] for s in saved] == [1, 1, 1, 1, 2, 2, 2, 2]
 
     ran.clear()
@@ -65,10 +64,10 @@ def test_run_workloads_runs_rounds_over_all_workloads_and_names_each_round(
         ["SchedulingBasic"],
         "1000",
         pair,
+        RunOptions(results_dir=tmp_path),
         control_plane=object(),  # type: ignore[arg-type]
-        results_dir=tmp_path,
     )
-    assert len(ran) == 2 and all("repeat" not in r for r in once)
+    assert len(ran) == 2 and all(r.repeat is None for r in once)
 
 
 def test_each_round_has_its_own_rows_and_the_medians_summarise_the_rounds() -> None:

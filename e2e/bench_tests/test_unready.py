@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from e2e.bench.objects import unready_node_count
 from e2e.bench.report import notes
-from e2e.bench.runner import unready_node_count
 
 
 def _node(name: str, *taints: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """In-process cost of opportunistic batching: CPU ms per scheduling cycle, gate on vs off.
 
-    .venv/bin/python -m e2e.bench.batching_loop [--nodes 1000] [--pods 1000] [--runs 3]
+    .venv/bin/python -m e2e.bench.probes.batching_loop [--nodes 1000] [--pods 1000] [--runs 3]
 
 The `Harness` of scheduler/testing/harness.py (real cache, queue, framework and loop; fake API) runs
 `schedule_one()` for N identical plain pods (100m / 500Mi, or `--cpu`) over nodes of 4 CPU /

@@ -1,0 +1,449 @@
+"""A run's objects in the cluster: its namespace, nodes, volumes and pods, made and deleted.
+
+Every run gets its own namespace and nodes (labelled with the run id), so each scheduler meets
+an identical cluster. Init pods are placed directly (spec.nodeName), so setup does not depend on
+the scheduler under test. Bulk creates go through the lean RestClient (rest.py).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Container, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+from urllib3.exceptions import HTTPError
+
+from e2e.bench.measure import PodWatcher
+from e2e.bench.options import RunOptions
+from e2e.bench.rest import RestClient
+from e2e.bench.scraped import cluster_pod_lists
+from e2e.bench.workload import (
+    PRIORITY_CLASSES,
+    NodeTemplate,
+    PodTemplate,
+    Size,
+    Workload,
+    replica_set_manifest,
+    service_manifest,
+)
+from e2e.cluster import ControlPlane, wait_default_service_account, wait_for
+from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
+
+CREATE_THREADS = 24
+CLEANUP_TIMEOUT = 600.0
+# How long cleanup waits for a DeleteCollection to take effect before asking again.
+DELETE_RETRY_SECONDS = 30.0
+NODE_READY_SECONDS_EACH = 0.15
+# kwok's pod LIST per node, one at a time: about 40 ms each at 5000 nodes; generous.
+KWOK_NODE_SYNC_SECONDS_EACH = 0.2
+# Waiting for kwok to make the init pods Running: generous, 0.1 s each (20 000 at PreemptionAsync
+# 5000); the record's phases_seconds.init_pods_running says how long it took.
+INIT_POD_RUNNING_SECONDS_EACH = 0.1
+# The PV controller binds one claim at a time with four writes; at 5000 nodes, beside kwok's node
+# leases, it managed 9-12 claims/s on a 2-core machine: 0.2 s per claim.
+CLAIM_BOUND_SECONDS_EACH = 0.2
+#: The label kwok's disregardStatusWithLabelSelector skips: a bound pod carrying it stays Pending.
+KWOK_IGNORES = {DISREGARD_LABEL_KEY: DISREGARD_LABEL_VALUE}
+WARMUP = PodTemplate(requests={"cpu": "1m", "memory": "1Mi"})
+#: The name of the measured pods' ReplicaSet and Service (when the workload has them).
+MEASURED_OWNER = "measured"
+#: Taints the node lifecycle controller puts on a node it has stopped hearing from.
+UNREADY_TAINTS = frozenset({"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"})
+
+
+def parallel(
+    fn: Callable[[Any], object], items: Iterable[Any], threads: int = CREATE_THREADS
+) -> None:
+    """Runs fn over items from a thread pool, re-raising the first failure."""
+    with ThreadPoolExecutor(threads, thread_name_prefix="bench-create") as pool:
+        for _ in pool.map(fn, items):
+            pass
+
+
+def ensure_priority_classes(api_client: k8s.ApiClient) -> None:
+    """The PriorityClasses the workload templates name (cluster-wide, created once)."""
+    scheduling = k8s.SchedulingV1Api(api_client)
+    for name, value in PRIORITY_CLASSES.items():
+        body = {
+            "metadata": {"name": name},
+            "value": value,
+            "preemptionPolicy": "PreemptLowerPriority",
+        }
+        try:
+            scheduling.create_priority_class(body)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+
+
+def unready_node_count(node_list: dict[str, Any], names: Container[str]) -> int:
+    """How many nodes of a NodeList among `names` carry a taint of UNREADY_TAINTS."""
+    count = 0
+    for node in node_list.get("items", []):
+        if node["metadata"]["name"] not in names:
+            continue
+        taints = node.get("spec", {}).get("taints") or []
+        count += any(t.get("key") in UNREADY_TAINTS for t in taints)
+    return count
+
+
+def _node_ready(node: dict[str, Any]) -> bool:
+    conditions = node.get("status", {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    taints = node.get("spec", {}).get("taints") or []
+    return ready and not any(t.get("key", "").startswith("node.kubernetes.io/") for t in taints)
+
+
+class ClusterObjects:
+    """The objects of one (workload, size) run on `cp`; Run adds the scheduler and the window."""
+
+    def __init__(
+        self, cp: ControlPlane, workload: Workload, size: Size, options: RunOptions
+    ) -> None:
+        self.cp = cp
+        self.workload = workload
+        self.size = size
+        self.options = options
+        self.run_id = uuid.uuid4().hex[:6]
+        self.namespace = f"bench-{self.run_id}"
+        self.run_label = {"bench": self.run_id}
+        self.node_names: list[str] = []
+        self.volume_names: list[str] = []
+        self.csi_nodes: list[str] = []
+        self.phases: dict[str, float] = {}
+        self._local = threading.local()
+        self._clients: list[k8s.ApiClient] = []
+        self._clients_lock = threading.Lock()
+        self.rest = RestClient(self.api().api_client)
+
+    def api(self) -> k8s.CoreV1Api:
+        """A kubernetes client per thread (the main, watch and churn threads each use one)."""
+        api: k8s.CoreV1Api | None = getattr(self._local, "api", None)
+        if api is None:
+            client = self.cp.api_client()
+            with self._clients_lock:
+                self._clients.append(client)
+            api = k8s.CoreV1Api(client)
+            self._local.api = api
+        return api
+
+    def close(self) -> None:
+        self.rest.close()
+        for client in self._clients:
+            client.close()
+
+    @contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        """Records how long a phase took (wall seconds), to see where a run's time goes."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[name] = round(time.monotonic() - began, 1)
+
+    # --- what a kind of workload varies (gangs.GangRun overrides these) ---------------------
+
+    def measured_manifest(self, name: str) -> dict[str, Any]:
+        """The measured pod `name`."""
+        return self.workload.measured.manifest(name)
+
+    def create_groups(self) -> None:
+        """Objects the measured pods need besides nodes, volumes and init pods (none here)."""
+
+    # --- setup ------------------------------------------------------------------------------
+
+    def set_up(self) -> None:
+        """The namespace's objects before the scheduler starts, each waited for."""
+        lists_before = self._cluster_pod_lists()
+        with self._phase("setup"):
+            wait_default_service_account(self.api(), self.namespace)
+            self.create_nodes(range(self.size.nodes))
+            self.create_service()
+            self.create_volumes()
+            self.create_init_pods()
+            self.create_groups()
+        with self._phase("kwok_node_sync"):
+            self._wait_kwok_node_sync(lists_before)
+
+    def create_pod(self, manifest: dict[str, Any]) -> None:
+        """Creates the pod; with workload volumes, an init or measured pod uses the claim
+        `create_volumes` made for it."""
+        name = manifest["metadata"]["name"]
+        if self.workload.volumes is not None and name.startswith(("init-", "pod-")):
+            claim = self.workload.volumes.manifests(self.namespace, name)[0]
+            volumes = [{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}]
+            manifest = {**manifest, "spec": {**manifest["spec"], "volumes": volumes}}
+        if (self.options.capacity and name.startswith(("init-", "pod-"))) or (
+            self.options.pending_pods and name.startswith(("pod-", "warm-up"))
+        ):
+            # kwok plays no stage for them: no Running status patch per bound pod, which the
+            # API server, kwok and both schedulers' informers would otherwise spend CPU on.
+            meta = manifest["metadata"]
+            labels = {**meta.get("labels", {}), **KWOK_IGNORES}
+            manifest = {**manifest, "metadata": {**meta, "labels": labels}}
+        self.rest.create(f"/api/v1/namespaces/{self.namespace}/pods", manifest)
+
+    def create_measured(self, names: list[str]) -> None:
+        parallel(lambda name: self.create_pod(self.measured_manifest(name)), names)
+
+    def create_volumes(self) -> None:
+        """A pre-bound PV (first) and claim per init and measured pod, before any pod, waited
+        for until the PV controller has bound every claim (so the measured pods find their
+        claims bound, as scheduler_perf's do)."""
+        volumes = self.workload.volumes
+        if volumes is None:
+            return
+        pods = [f"init-{i}" for i in range(self.size.init_pods)]
+        pods += [f"pod-{i}" for i in range(self.size.measured_pods)]
+        claims_path = f"/api/v1/namespaces/{self.namespace}/persistentvolumeclaims"
+
+        def create(pod: str) -> None:
+            _, pv, pvc = volumes.manifests(self.namespace, pod)
+            with self._clients_lock:
+                self.volume_names.append(pv["metadata"]["name"])
+            self.rest.create("/api/v1/persistentvolumes", pv)
+            self.rest.create(claims_path, pvc)
+
+        parallel(create, pods)
+
+        def bound() -> bool | str:
+            resp = self.api().list_namespaced_persistent_volume_claim(
+                self.namespace, _preload_content=False
+            )
+            claims = json.loads(resp.data)["items"]
+            n = sum(1 for c in claims if c.get("status", {}).get("phase") == "Bound")
+            return n >= len(pods) or f"{n}/{len(pods)} claims Bound"
+
+        timeout = max(120.0, CLAIM_BOUND_SECONDS_EACH * len(pods))
+        wait_for(bound, timeout=timeout, what="the run's claims Bound")
+
+    def create_nodes(
+        self, indexes: Iterable[int], *, template: NodeTemplate | None = None
+    ) -> list[str]:
+        """Creates nodes from the workload's template (waited for until Ready) or `template`."""
+        node_template = template or self.workload.nodes
+        pairs = [(i, f"bench-{self.run_id}-{i}") for i in indexes]
+
+        def create(pair: tuple[int, str]) -> None:
+            i, name = pair
+            if node_template.csi_node:
+                self.rest.create(
+                    "/apis/storage.k8s.io/v1/csinodes", node_template.csi_node_manifest(name)
+                )
+                with self._clients_lock:
+                    self.csi_nodes.append(name)
+            self.rest.create("/api/v1/nodes", node_template.manifest(name, i, self.run_label))
+
+        parallel(create, pairs)
+        names = [name for _, name in pairs]
+        self.node_names += names
+        if template is None:
+            self._wait_nodes_ready(len(self.node_names))
+        return names
+
+    def _wait_nodes_ready(self, count: int) -> None:
+        """Until the nodes are Ready and no not-ready taint is left on them."""
+
+        def ready() -> bool | str:
+            resp = self.api().list_node(
+                label_selector=f"bench={self.run_id}", _preload_content=False
+            )
+            nodes = json.loads(resp.data)["items"]
+            n = sum(1 for node in nodes if _node_ready(node))
+            return n >= count or f"{n}/{count} nodes Ready"
+
+        # Registered Ready, the nodes still wait for the node lifecycle controller to lift the
+        # not-ready taint the API server's admission put on them: 5000 can take minutes.
+        timeout = max(300.0, NODE_READY_SECONDS_EACH * count)
+        wait_for(ready, timeout=timeout, what="the run's nodes to be Ready", interval=1.0)
+
+    def create_service(self) -> None:
+        if self.workload.service:
+            self.rest.create(
+                f"/api/v1/namespaces/{self.namespace}/services",
+                service_manifest(MEASURED_OWNER, self.workload.measured),
+            )
+
+    def create_init_pods(self) -> None:
+        """Init pods placed round-robin over the nodes, as if scheduled before the run."""
+        template = self.workload.init
+        if template is None or self.size.init_pods == 0:
+            return
+        nodes = self.node_names
+
+        def create(i: int) -> None:
+            self.create_pod(template.manifest(f"init-{i}", nodeName=nodes[i % len(nodes)]))
+
+        parallel(create, range(self.size.init_pods))
+        if not self.options.capacity:  # capacity mode has kwok leave them Pending
+            with self._phase("init_pods_running"):
+                self._wait_init_pods_running()
+
+    def _wait_init_pods_running(self) -> None:
+        """Until kwok has made every init pod Running, so that none of its status patches for
+        them lands in the measure window (at 1000 nodes up to ~540 did, a different number in
+        each run). Only init pods are in the namespace yet."""
+
+        def running() -> bool | str:
+            left = self.api().list_namespaced_pod(
+                self.namespace, field_selector="status.phase!=Running", limit=1
+            )
+            return not left.items or f"{left.items[0].metadata.name} and maybe others not Running"
+
+        timeout = max(300.0, INIT_POD_RUNNING_SECONDS_EACH * self.size.init_pods)
+        wait_for(running, timeout=timeout, what="kwok to make the init pods Running", interval=1.0)
+
+    def _cluster_pod_lists(self) -> float | None:
+        text = self._api_server_metrics()
+        return None if text is None else cluster_pod_lists(text)
+
+    def _wait_kwok_node_sync(self, before: float | None) -> None:
+        """Until kwok has listed every node's pods once: it does when it first holds a node's
+        Lease, one LIST after another (podsOnNodeSyncParallelism 1), and at 5000 nodes the last
+        came 3.5 minutes after the nodes, past the end of setup. Unwaited for, they fell into
+        the first seconds of the window, more of them into kube-scheduler's, which opens 1-2 s
+        sooner after setup than kube-pysched's (docs/benchmarks.md)."""
+        if before is None:
+            print(
+                "warning: cannot tell whether kwok has listed every node's pods; their LISTs "
+                "may fall into the window",
+                file=sys.stderr,
+            )
+            return
+        wanted = before + self.size.nodes
+
+        def synced() -> bool | str:
+            lists = self._cluster_pod_lists()
+            if lists is None:
+                return "the API server's /metrics could not be read"
+            return lists >= wanted or f"{lists - before:.0f} of {self.size.nodes} nodes listed"
+
+        wait_for(
+            synced,
+            timeout=max(300.0, KWOK_NODE_SYNC_SECONDS_EACH * self.size.nodes),
+            what="kwok to list the pods of every node",
+            interval=1.0,
+        )
+
+    def warm_up(self) -> None:
+        """One tiny pod bound proves the scheduler has synced its caches and is scheduling."""
+        self.create_pod(WARMUP.manifest("warm-up"))
+
+        def bound() -> bool | str:
+            pod = self.api().read_namespaced_pod("warm-up", self.namespace)
+            return bool(pod.spec.node_name) or "not bound yet"
+
+        wait_for(bound, timeout=120, what="the warm-up pod to be bound", interval=0.1)
+
+    def create_through_replica_set(self, watcher: PodWatcher) -> list[str]:
+        """Creates the measured pods' ReplicaSet; returns their names once the watch has seen
+        all of them (kube-controller-manager names them)."""
+        count = self.size.measured_pods
+        kwok_labels = dict(KWOK_IGNORES) if self.options.pending_pods else {}
+        self.rest.create(
+            f"/apis/apps/v1/namespaces/{self.namespace}/replicasets",
+            replica_set_manifest(MEASURED_OWNER, self.workload.measured, count, kwok_labels),
+        )
+        prefix = f"{MEASURED_OWNER}-"
+
+        def seen() -> list[str]:
+            return [n for n in watcher.snapshot().created if n.startswith(prefix)]
+
+        wait_for(
+            lambda: len(seen()) >= count or f"{len(seen())}/{count} created",
+            timeout=self.options.deadline,
+            what=f"the pods of ReplicaSet {MEASURED_OWNER}",
+            interval=0.2,
+        )
+        return seen()
+
+    # --- reading the API server -------------------------------------------------------------
+
+    def unready_nodes(self) -> int | None:
+        """How many of the run's nodes the node lifecycle controller has tainted as silent, or
+        None (with a warning: no figure, never a zero) if the nodes cannot be listed. Only the
+        nodes made Ready before the scheduler started count: a churn node created a moment ago
+        is still tainted not-ready without having gone silent."""
+        body = self._read("/api/v1/nodes", "list the nodes")
+        if body is None:
+            return None
+        ready_before = {f"bench-{self.run_id}-{i}" for i in range(self.size.nodes)}
+        return unready_node_count(json.loads(body), ready_before)
+
+    def _api_server_metrics(self) -> str | None:
+        """The API server's /metrics text, or None (with a warning: the record then has no
+        `api_requests`, never zeros) if it cannot be read."""
+        body = self._read("/metrics", "read the API server's /metrics")
+        return None if body is None else body.decode()
+
+    def _read(self, path: str, what: str) -> bytes | None:
+        """GET `path` from the API server, or None with a warning saying it could not `what`."""
+        try:
+            status, body = self.rest.request("GET", path)
+        except (OSError, http.client.HTTPException) as err:
+            print(f"warning: could not {what}: {err}", file=sys.stderr)
+            return None
+        if status != 200:
+            print(f"warning: could not {what}: the API server answered {status}", file=sys.stderr)
+            return None
+        return body
+
+    # --- cleanup ----------------------------------------------------------------------------
+
+    def cleanup(self) -> None:
+        """Deletes the run's pods, nodes and namespace; waits for the pods and nodes to be gone.
+
+        The namespace itself is left to terminate in the background: nothing in it is left
+        for a later run's scheduler to see.
+        """
+        api = self.api()
+        if self.workload.owner:  # or it would recreate the pods deleted next
+            with suppress(ApiException, HTTPError):
+                k8s.AppsV1Api(api.api_client).delete_namespaced_replica_set(
+                    MEASURED_OWNER, self.namespace, propagation_policy="Orphan"
+                )
+        self._delete_pods(api)
+        with suppress(ApiException, HTTPError):
+            api.delete_namespace(self.namespace, grace_period_seconds=0)
+        # Cluster-wide objects; a PV goes once its claim is gone (pv-protection).
+        for path, names in (
+            ("/api/v1/nodes", self.node_names),
+            ("/api/v1/persistentvolumes", self.volume_names),
+            ("/apis/storage.k8s.io/v1/csinodes", self.csi_nodes),
+        ):
+            parallel(lambda name, path=path: self.rest.delete(f"{path}/{name}"), names)
+        asked = time.monotonic()
+
+        def gone() -> bool | str:
+            nonlocal asked
+            try:
+                pods = api.list_namespaced_pod(self.namespace, limit=1).items
+                nodes = api.list_node(label_selector=f"bench={self.run_id}", limit=1).items
+            except (ApiException, HTTPError) as err:
+                return f"listing failed: {err}"
+            if pods and time.monotonic() - asked > DELETE_RETRY_SECONDS:
+                self._delete_pods(api)  # the first request may have been cut off part way
+                asked = time.monotonic()
+            return (not pods and not nodes) or "pods or nodes still present"
+
+        wait_for(gone, timeout=CLEANUP_TIMEOUT, what="the run's pods and nodes to be deleted")
+
+    def _delete_pods(self, api: k8s.CoreV1Api) -> None:
+        """DeleteCollection of the namespace's pods. With tens of thousands of pods the API
+        server may cut the request at its timeout after deleting only some; `cleanup` asks
+        again while pods remain."""
+        with suppress(ApiException, HTTPError):
+            resp = api.delete_collection_namespaced_pod(
+                self.namespace, grace_period_seconds=0, _preload_content=False
+            )
+            resp.read()
+            resp.release_conn()
