@@ -3,7 +3,7 @@ plugin.py, the group logic it shares with other gang plugins in helper/gang.py."
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.coscheduling.args import decode_args
 from scheduler.plugins.coscheduling.plugin import NAME, Coscheduling
 

@@ -7,9 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api import field
-from scheduler.framework.registry import ArgsError
-from scheduler.plugins.helper.args import FieldErrors, check_args_object
+from scheduler.framework import ArgsError, FieldErrors, check_args_object, field
 
 PERMIT_WAITING_TIME = "permitWaitingTimeSeconds"
 BACKOFF = "podGroupBackoffSeconds"

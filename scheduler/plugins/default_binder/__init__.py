@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.default_binder.plugin import NAME, DefaultBinder
 
 SPEC = PluginSpec(lambda _args, handle: DefaultBinder(handle))

@@ -3,7 +3,7 @@ PostFilter that preempts lower-priority pods) and args.py."""
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.default_preemption.args import decode_args
 from scheduler.plugins.default_preemption.plugin import NAME, DefaultPreemption
 

@@ -4,7 +4,7 @@ code is in plugin.py, the group logic it shares with Coscheduling in helper/gang
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.gang_scheduling.plugin import NAME, GangScheduling
 
 SPEC = PluginSpec(lambda _args, handle: GangScheduling(handle))

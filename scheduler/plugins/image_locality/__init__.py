@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.image_locality.plugin import NAME, ImageLocality
 
 SPEC = PluginSpec(lambda _args, handle: ImageLocality(handle))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.inter_pod_affinity.args import decode_args
 from scheduler.plugins.inter_pod_affinity.plugin import NAME, InterPodAffinity
 

@@ -6,9 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api import field
-from scheduler.framework.registry import ArgsError
-from scheduler.plugins.helper.args import FieldErrors, check_args_object, check_int
+from scheduler.framework import ArgsError, FieldErrors, check_args_object, check_int, field
 
 HARD_WEIGHT = "hardPodAffinityWeight"
 IGNORE_PREFERRED = "ignorePreferredTermsOfExistingPods"

@@ -9,16 +9,22 @@ from collections.abc import Mapping
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import Pod
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import ClusterEventWithHint
-from scheduler.framework.interface import Handle, ScoreColumn
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.status_column import StatusColumn
-from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.framework import (
+    BoolColumn,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    Handle,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    PreFilterResult,
+    ScoreColumn,
+    SignFragment,
+    Status,
+    StatusColumn,
+    signers,
+)
 from scheduler.plugins.inter_pod_affinity import hints
 from scheduler.plugins.inter_pod_affinity.args import InterPodAffinityArgs
 from scheduler.plugins.inter_pod_affinity.filtering import (

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.framework.interface import Handle
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import Handle, PluginSpec
 from scheduler.plugins.missing.guards import (
     DynamicResourcesGuard,
     accept_any_args,

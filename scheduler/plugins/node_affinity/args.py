@@ -11,27 +11,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api import field
-from scheduler.api.labels import (
+from scheduler.framework import (
     DOES_NOT_EXIST,
     EXISTS,
     GT,
     IN,
+    LABEL_KEY_FMT,
     LT,
     NOT_IN,
+    ArgsError,
+    FieldErrors,
     NodeSelector,
     NodeSelectorTerm,
     PreferredSchedulingTerm,
     Requirement,
-    parse_go_int,
-)
-from scheduler.framework.registry import ArgsError
-from scheduler.plugins.helper.args import (
-    LABEL_KEY_FMT,
-    FieldErrors,
     check_list,
     check_object,
+    field,
     label_key_errors,
+    parse_go_int,
     regex_error,
 )
 

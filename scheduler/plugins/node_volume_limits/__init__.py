@@ -3,7 +3,7 @@ CSINode publishes per driver; the code is in plugin.py."""
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.node_volume_limits.plugin import NAME, NodeVolumeLimits
 
 SPEC = PluginSpec(lambda _args, handle: NodeVolumeLimits(handle))

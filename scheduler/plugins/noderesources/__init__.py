@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.noderesources import balanced_allocation, fit
 from scheduler.plugins.noderesources.balanced_allocation_args import (
     decode_args as decode_balanced_allocation_args,

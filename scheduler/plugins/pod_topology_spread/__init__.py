@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.pod_topology_spread.args import decode_args
 from scheduler.plugins.pod_topology_spread.plugin import NAME, PodTopologySpread
 

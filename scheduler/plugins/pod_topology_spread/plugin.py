@@ -13,16 +13,26 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import Pod
-from scheduler.api.spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
-from scheduler.framework.interface import Handle, ScoreColumn
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.status_column import StatusColumn
-from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.framework import (
+    DO_NOT_SCHEDULE,
+    SCHEDULE_ANYWAY,
+    ActionType,
+    BoolColumn,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EventResource,
+    Handle,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    PreFilterResult,
+    ScoreColumn,
+    SignFragment,
+    Status,
+    StatusColumn,
+)
 from scheduler.plugins.pod_topology_spread import hints
 from scheduler.plugins.pod_topology_spread.args import PodTopologySpreadArgs
 from scheduler.plugins.pod_topology_spread.constraints import SpreadConstraint, pod_constraints

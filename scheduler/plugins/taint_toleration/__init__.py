@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.taint_toleration.plugin import NAME, TaintToleration
 
 SPEC = PluginSpec(lambda _args, _handle: TaintToleration())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.volume_binding.args import decode_args
 from scheduler.plugins.volume_binding.plugin import NAME, VolumeBinding
 

@@ -7,13 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api import field
-from scheduler.framework.registry import ArgsError
-from scheduler.plugins.helper.args import (
+from scheduler.framework import ArgsError, FieldErrors, check_args_object, field
+from scheduler.plugins.helper.shape import (
     MAX_SHAPE_SCORE,
     MAX_SHAPE_UTILIZATION,
-    FieldErrors,
-    check_args_object,
     decode_shape,
     validate_shape,
 )

@@ -3,7 +3,7 @@ claims already in use; the code is in plugin.py."""
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.volume_restrictions.plugin import NAME, VolumeRestrictions
 
 SPEC = PluginSpec(lambda _args, handle: VolumeRestrictions(handle))

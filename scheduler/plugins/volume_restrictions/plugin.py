@@ -9,23 +9,27 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.objects import Pod, PodVolume
-from scheduler.api.storage import READ_WRITE_ONCE_POD, PersistentVolumeClaim
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
+from scheduler.framework import (
     EVENT_ASSIGNED_POD_DELETE,
     EVENT_NODE_ADD,
+    READ_WRITE_ONCE_POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
+    Handle,
+    NodeInfo,
+    PersistentVolumeClaim,
+    Pod,
+    PodVolume,
+    PreFilterResult,
     QueueingHint,
+    SignFragment,
+    Status,
+    signers,
 )
-from scheduler.framework.interface import Handle
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.helper.storage import claim_not_found
 
 NAME = "VolumeRestrictions"

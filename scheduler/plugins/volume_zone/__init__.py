@@ -3,7 +3,7 @@ the code is in plugin.py."""
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec
 from scheduler.plugins.volume_zone.plugin import NAME, VolumeZone
 
 SPEC = PluginSpec(lambda _args, handle: VolumeZone(handle))
