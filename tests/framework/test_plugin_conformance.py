@@ -10,7 +10,9 @@ a method the spec does not claim, or a claimed one with the wrong parameters, fa
 
 from __future__ import annotations
 
+import importlib
 import inspect
+from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
@@ -106,6 +108,13 @@ REGISTRY = in_tree_registry()
 def test_in_tree_plugin_is_what_its_spec_claims(name: str) -> None:
     spec = REGISTRY[name]
     assert conformance_errors(spec, build_plugin(spec)) == []
+
+
+def test_the_example_plugin_is_what_its_spec_claims(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples" / "node-pool"))
+    example = importlib.import_module("pysched_node_pool")
+    args = {"labelKey": "example.com/pool", "preferredPools": ["reserved"]}
+    assert conformance_errors(example.SPEC, build_plugin(example.SPEC, args)) == []
 
 
 class _Filter:
