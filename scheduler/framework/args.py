@@ -124,14 +124,24 @@ def check_list(raw: Any, path: str) -> list[Any]:
     return raw
 
 
-def check_int(raw: Mapping[str, Any], key: str, path: str) -> int:
-    """An int32 field (0 when absent), as the v1 types declare weights and shape points."""
-    value = raw.get(key, 0)
-    if value is None:
-        return 0
-    field_path = f"{path}.{key}" if path else key
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgsError(field_path, field.invalid(value, "must be an integer"))
+def check_int(raw: Mapping[str, Any], key: str, path: str, default: int = 0) -> int:
+    """An int32 field (`default` when absent or null), as the v1 types declare weights and
+    shape points."""
+    value = check_int64(raw, key, path, default)
     if not -(2**31) <= value < 2**31:
+        field_path = f"{path}.{key}" if path else key
         raise ArgsError(field_path, f"Invalid value: {value}: out of range for int32")
+    return value
+
+
+def check_int64(raw: Mapping[str, Any], key: str, path: str, default: int = 0) -> int:
+    """An int64 field (`default` when absent or null), such as a number of seconds; its range
+    is not checked."""
+    value = raw.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgsError(
+            f"{path}.{key}" if path else key, field.invalid(value, "must be an integer")
+        )
     return value

@@ -26,11 +26,7 @@ def decode_args(raw: Mapping[str, Any] | None) -> InterPodAffinityArgs:
     """Strict decoding, SetDefaults_InterPodAffinityArgs (weight 1 when absent), validation."""
     args = check_args_object(raw, (HARD_WEIGHT, IGNORE_PREFERRED))
     defaults = InterPodAffinityArgs()
-    weight = (
-        check_int(args, HARD_WEIGHT, "")
-        if args.get(HARD_WEIGHT) is not None
-        else defaults.hard_pod_affinity_weight
-    )
+    weight = check_int(args, HARD_WEIGHT, "", defaults.hard_pod_affinity_weight)
     ignore = args.get(IGNORE_PREFERRED, False)
     if ignore is None:
         ignore = False

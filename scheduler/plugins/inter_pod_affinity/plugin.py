@@ -25,6 +25,7 @@ from scheduler.framework import (
     StatusColumn,
     signers,
 )
+from scheduler.plugins.helper.cycle_state import read_state
 from scheduler.plugins.inter_pod_affinity import hints
 from scheduler.plugins.inter_pod_affinity.args import InterPodAffinityArgs
 from scheduler.plugins.inter_pod_affinity.filtering import (
@@ -38,7 +39,9 @@ from scheduler.plugins.inter_pod_affinity.terms import NO_LABELS, matches_all, r
 
 NAME = "InterPodAffinity"
 PRE_FILTER_KEY = "PreFilter" + NAME
+_PRE_FILTER_STATE_ERROR = f'error reading "{PRE_FILTER_KEY}" from cycleState'
 PRE_SCORE_KEY = "PreScore" + NAME
+_PRE_SCORE_STATE_ERROR = f'failed to read "{PRE_SCORE_KEY}" from cycleState'
 
 _SKIP = Status(Code.SKIP)
 _NO_LABELS: Mapping[str, str] = NO_LABELS
@@ -101,9 +104,9 @@ class InterPodAffinity:
     def _update(
         self, state: CycleState, pod: Pod, node_info: NodeInfo, amount: int
     ) -> Status | None:
-        s = state.get(PRE_FILTER_KEY)
-        if not isinstance(s, PreFilterState):
-            return Status(Code.ERROR, f'error reading "{PRE_FILTER_KEY}" from cycleState')
+        s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return s
         if node_info.node is not None:
             s.update_with_pod(self._handle.snapshot().table, pod, node_info.node.labels, amount)
         return None
@@ -111,10 +114,7 @@ class InterPodAffinity:
     # --- Filter ------------------------------------------------------------------------------
 
     def _pre_filter_state(self, state: CycleState) -> PreFilterState | Status:
-        s = state.get(PRE_FILTER_KEY)
-        if not isinstance(s, PreFilterState):
-            return Status(Code.ERROR, f'error reading "{PRE_FILTER_KEY}" from cycleState')
-        return s
+        return read_state(state, PRE_FILTER_KEY, PreFilterState, _PRE_FILTER_STATE_ERROR)
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         s = self._pre_filter_state(state)
@@ -184,10 +184,7 @@ class InterPodAffinity:
         return None
 
     def _pre_score_state(self, state: CycleState) -> PreScoreState | Status:
-        s = state.get(PRE_SCORE_KEY)
-        if not isinstance(s, PreScoreState):
-            return Status(Code.ERROR, f'failed to read "{PRE_SCORE_KEY}" from cycleState')
-        return s
+        return read_state(state, PRE_SCORE_KEY, PreScoreState, _PRE_SCORE_STATE_ERROR)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | Status:
         s = self._pre_score_state(state)

@@ -30,6 +30,7 @@ from scheduler.framework import (
     Status,
     signers,
 )
+from scheduler.plugins.helper.cycle_state import read_state
 from scheduler.plugins.helper.storage import claim_not_found
 
 NAME = "VolumeRestrictions"
@@ -39,6 +40,7 @@ ERR_REASON_RWOP_CONFLICT = (
     "in-use by another pod"
 )
 _STATE_KEY = "PreFilter" + NAME
+_STATE_ERROR = f'cannot read "{_STATE_KEY}" from cycleState'
 _SKIP = Status(Code.SKIP)
 
 #: The in-tree disks whose sharing between pods on one node is restricted.
@@ -202,10 +204,7 @@ class VolumeRestrictions:
         return self
 
     def _state(self, state: CycleState) -> _State | Status:
-        data = state.get(_STATE_KEY)
-        if not isinstance(data, _State):
-            return Status(Code.ERROR, f'cannot read "{_STATE_KEY}" from cycleState')
-        return data
+        return read_state(state, _STATE_KEY, _State, _STATE_ERROR)
 
     def add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
