@@ -1,15 +1,132 @@
-"""The scheduling framework; this module is the plugin API, what a plugin author imports.
+"""The scheduling framework; this module is the plugin API, all a plugin imports of kube-pysched.
 
-    from scheduler.framework import Code, CycleState, FilterPlugin, NodeInfo, PluginSpec, Status
+    from scheduler.framework import Code, CycleState, FilterPlugin, NodeInfo, Pod, PluginSpec
 
 A plugin is any object with a `name` that implements the methods of one or more extension-point
 Protocols below; it is built by the factory of its `PluginSpec` (registered in-tree or under the
-`kube_pysched.plugins` entry-point group) with its decoded args and a `Handle`. The names here
-are kept stable for out-of-tree plugins; the runtime, the filter pass and the preemption
-machinery are internals. See docs/plugins.md.
+`kube_pysched.plugins` entry-point group) with its decoded args and a `Handle`, and its spec
+names the Protocols it implements (`implements`, checked by the tests as Go's
+`var _ framework.FilterPlugin = &X{}`). Besides the Protocols, statuses, cluster events, cycle
+state, NodeInfo and the NodeTable, this module re-exports what plugins read of the rest of the
+scheduler: the API objects (`Pod`, `Node`, selectors, storage objects), the args decoding
+helpers (`scheduler.framework.args`, with `field` for kube-scheduler's error wording), the
+preemption machinery DefaultPreemption drives, `Timer`, and the `metrics` and `signers`
+namespaces. In-tree plugins import nothing else of the scheduler (an import-linter contract);
+tests use `scheduler.testing`. The names here are kept stable for out-of-tree plugins. See
+docs/plugins.md.
 """
 
-from scheduler.framework.cycle_state import CycleState, StateData
+from scheduler import (
+    metrics,
+)
+from scheduler.api import (
+    field,
+)
+from scheduler.api.affinity import (
+    PodAffinityTerm,
+    WeightedPodAffinityTerm,
+)
+from scheduler.api.gang import (
+    POD_GROUP_LABEL,
+    Gang,
+    GangRef,
+    GangSource,
+    gang_ref,
+)
+from scheduler.api.labels import (
+    DOES_NOT_EXIST,
+    EXISTS,
+    GT,
+    IN,
+    LT,
+    NOT_IN,
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    Requirement,
+    SelectorError,
+    parse_go_int,
+    selector_from_set,
+)
+from scheduler.api.namespace import (
+    Namespace,
+)
+from scheduler.api.objects import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    PREEMPT_NEVER,
+    PREFER_NO_SCHEDULE,
+    HostPort,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PodVolume,
+    Taint,
+    Toleration,
+)
+from scheduler.api.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    Resource,
+    is_extended_resource_name,
+    is_scalar_resource_name,
+)
+from scheduler.api.spread import (
+    DO_NOT_SCHEDULE,
+    HONOR,
+    IGNORE,
+    SCHEDULE_ANYWAY,
+    TopologySpreadConstraint,
+    parse_spread_constraint,
+)
+from scheduler.api.storage import (
+    ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_SELECTED_NODE,
+    BINDING_WAIT_FOR_FIRST_CONSUMER,
+    CLAIM_LOST,
+    NO_PROVISIONER,
+    READ_WRITE_ONCE_POD,
+    VOLUME_AVAILABLE,
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+    ephemeral_claim_error,
+    has_claims,
+    parse_claim,
+    parse_volume,
+    pod_claims,
+    volume_claim_name,
+)
+from scheduler.clock import (
+    Clock,
+    Timer,
+)
+from scheduler.framework import (
+    signers,
+)
+from scheduler.framework.args import (
+    LABEL_KEY_FMT,
+    FieldErrors,
+    check_args_object,
+    check_int,
+    check_int64,
+    check_list,
+    check_object,
+    label_key_errors,
+    regex_error,
+)
+from scheduler.framework.cycle_state import (
+    CycleState,
+    StateData,
+)
 from scheduler.framework.events import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_ASSIGNED_POD_DELETE,
@@ -23,7 +140,9 @@ from scheduler.framework.events import (
     QueueingHint,
     QueueingHintFn,
 )
-from scheduler.framework.gang import PodGroupInfo
+from scheduler.framework.gang import (
+    PodGroupInfo,
+)
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -32,6 +151,7 @@ from scheduler.framework.interface import (
     BatchFilterStatusesPlugin,
     BatchScorePlugin,
     BindPlugin,
+    CountingCheck,
     EnqueueExtensions,
     EventRecorder,
     FilterPlugin,
@@ -59,14 +179,56 @@ from scheduler.framework.interface import (
     ScorePlugin,
     SignPlugin,
     SnapshotLister,
+    StorageLister,
     WaitingPod,
 )
-from scheduler.framework.node_table import BoolColumn, IntColumn, NodeTable
-from scheduler.framework.registry import ENTRY_POINT_GROUP, ArgsError, PluginSpec
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status, is_success
-from scheduler.framework.status_column import StatusColumn
+from scheduler.framework.node_table import (
+    BoolColumn,
+    ImageIndex,
+    IntColumn,
+    NodeTable,
+)
+from scheduler.framework.nominations import (
+    counting_against,
+)
+from scheduler.framework.preemption.evaluator import (
+    Evaluator,
+)
+from scheduler.framework.preemption.executor import (
+    Executor,
+)
+from scheduler.framework.preemption.group import (
+    GroupEvaluator,
+)
+from scheduler.framework.preemption.victims import (
+    ReprieveError,
+    VictimUnit,
+    importance_key,
+    pod_terminating_by_preemption,
+    reprieve_units,
+    reprieve_walk,
+    split_by_pdb_violation,
+    victim_units,
+)
+from scheduler.framework.registry import (
+    ENTRY_POINT_GROUP,
+    ArgsError,
+    PluginSpec,
+    Registry,
+)
+from scheduler.framework.signers import (
+    SignFragment,
+)
+from scheduler.framework.status import (
+    Code,
+    Status,
+    is_success,
+)
+from scheduler.framework.status_column import (
+    StatusColumn,
+)
 from scheduler.framework.types import (
+    HostPortInfo,
     NodeInfo,
     NodeToStatus,
     PostFilterResult,
@@ -75,14 +237,42 @@ from scheduler.framework.types import (
 )
 
 __all__ = [
+    "ANN_BIND_COMPLETED",
+    "ANN_BOUND_BY_CONTROLLER",
+    "ANN_SELECTED_NODE",
+    "BINDING_WAIT_FOR_FIRST_CONSUMER",
+    "CLAIM_LOST",
+    "CPU",
+    "DOES_NOT_EXIST",
+    "DO_NOT_SCHEDULE",
     "ENTRY_POINT_GROUP",
+    "EPHEMERAL_STORAGE",
     "EVENT_ASSIGNED_POD_ADD",
     "EVENT_ASSIGNED_POD_DELETE",
     "EVENT_ASSIGNED_POD_UPDATE",
     "EVENT_NODE_ADD",
     "EVENT_NODE_DELETE",
+    "EXISTS",
+    "GT",
+    "HONOR",
+    "IGNORE",
+    "IN",
+    "LABEL_KEY_FMT",
+    "LT",
     "MAX_NODE_SCORE",
+    "MEMORY",
     "MIN_NODE_SCORE",
+    "NOT_IN",
+    "NO_EXECUTE",
+    "NO_PROVISIONER",
+    "NO_SCHEDULE",
+    "PODS",
+    "POD_GROUP_LABEL",
+    "PREEMPT_NEVER",
+    "PREFER_NO_SCHEDULE",
+    "READ_WRITE_ONCE_POD",
+    "SCHEDULE_ANYWAY",
+    "VOLUME_AVAILABLE",
     "ActionType",
     "ApiActions",
     "ArgsError",
@@ -91,28 +281,54 @@ __all__ = [
     "BatchScorePlugin",
     "BindPlugin",
     "BoolColumn",
+    "CSIDriver",
+    "CSINode",
+    "CSIStorageCapacity",
+    "Clock",
     "ClusterEvent",
     "ClusterEventWithHint",
     "Code",
+    "CountingCheck",
     "CycleState",
     "EnqueueExtensions",
+    "Evaluator",
     "EventRecorder",
     "EventResource",
+    "Executor",
+    "FieldErrors",
     "FilterPlugin",
+    "Gang",
+    "GangRef",
+    "GangSource",
     "GroupAssignments",
+    "GroupEvaluator",
     "Handle",
+    "HostPort",
+    "HostPortInfo",
+    "ImageIndex",
     "IntColumn",
+    "LabelSelector",
+    "Namespace",
+    "Node",
     "NodeInfo",
+    "NodeSelector",
+    "NodeSelectorTerm",
     "NodeTable",
     "NodeToStatus",
     "PermitPlugin",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
     "Plugin",
     "PluginFactory",
     "PluginSpec",
+    "Pod",
+    "PodAffinityTerm",
+    "PodDisruptionBudget",
     "PodGroupInfo",
     "PodGroupPlugin",
     "PodGroupPostFilterPlugin",
     "PodNominator",
+    "PodVolume",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PostFilterResult",
@@ -123,21 +339,65 @@ __all__ = [
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
+    "PreferredSchedulingTerm",
     "ProposedAssignment",
     "QueueSortPlugin",
     "QueuedPodInfo",
     "QueueingHint",
     "QueueingHintFn",
+    "Registry",
+    "ReprieveError",
+    "Requirement",
     "ReservePlugin",
+    "Resource",
     "ScoreColumn",
     "ScoreExtensions",
     "ScorePlugin",
+    "SelectorError",
     "SignFragment",
     "SignPlugin",
     "SnapshotLister",
     "StateData",
     "Status",
     "StatusColumn",
+    "StorageClass",
+    "StorageLister",
+    "Taint",
+    "Timer",
+    "Toleration",
+    "TopologySpreadConstraint",
+    "VictimUnit",
+    "VolumeAttachment",
     "WaitingPod",
+    "WeightedPodAffinityTerm",
+    "check_args_object",
+    "check_int",
+    "check_int64",
+    "check_list",
+    "check_object",
+    "counting_against",
+    "ephemeral_claim_error",
+    "field",
+    "gang_ref",
+    "has_claims",
+    "importance_key",
+    "is_extended_resource_name",
+    "is_scalar_resource_name",
     "is_success",
+    "label_key_errors",
+    "metrics",
+    "parse_claim",
+    "parse_go_int",
+    "parse_spread_constraint",
+    "parse_volume",
+    "pod_claims",
+    "pod_terminating_by_preemption",
+    "regex_error",
+    "reprieve_units",
+    "reprieve_walk",
+    "selector_from_set",
+    "signers",
+    "split_by_pdb_violation",
+    "victim_units",
+    "volume_claim_name",
 ]

@@ -27,10 +27,15 @@ class RegistryError(Exception):
 
 @dataclass(frozen=True)
 class PluginSpec:
-    """How to build one plugin: a factory and, for plugins with args, their decoder."""
+    """How to build one plugin: a factory and, for plugins with args, their decoder.
+
+    `implements` names the extension-point Protocols the plugin claims (FilterPlugin,
+    ScorePlugin, ...), as Go's `var _ framework.FilterPlugin = &X{}`: tests check the built
+    plugin against them. The runtime never reads it; it goes by the methods a plugin has."""
 
     factory: Callable[[Any, Handle], Plugin]
     decode_args: Callable[[Mapping[str, Any] | None], Any] | None = None
+    implements: tuple[type, ...] = ()
 
 
 class Registry(Mapping[str, PluginSpec]):

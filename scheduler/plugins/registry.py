@@ -1,8 +1,10 @@
-"""The in-tree plugins under their kube-scheduler names, plus out-of-tree entry points."""
+"""The in-tree plugins under their kube-scheduler names, plus out-of-tree entry points (the one
+plugin-side module that reaches past the plugin API: it loads the entry points)."""
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec, Registry, load_entry_point_plugins
+from scheduler.framework import PluginSpec, Registry
+from scheduler.framework.registry import load_entry_point_plugins
 from scheduler.plugins import (
     coscheduling,
     default_binder,

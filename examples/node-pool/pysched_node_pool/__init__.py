@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from pysched_node_pool.args import NodePoolArgs, decode_args
 from pysched_node_pool.plugin import NAME, NodePool
-from scheduler.framework import PluginSpec
+from scheduler.framework import EnqueueExtensions, FilterPlugin, PluginSpec, ScorePlugin
 
-SPEC = PluginSpec(lambda args, _handle: NodePool(args), decode_args)
+SPEC = PluginSpec(
+    lambda args, _handle: NodePool(args),
+    decode_args,
+    implements=(FilterPlugin, ScorePlugin, EnqueueExtensions),
+)
 
 __all__ = ["NAME", "SPEC", "NodePool", "NodePoolArgs"]

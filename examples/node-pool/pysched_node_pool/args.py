@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.framework import ArgsError
-from scheduler.plugins.helper.args import (
+from scheduler.framework import (
+    ArgsError,
     FieldErrors,
     check_args_object,
     check_list,

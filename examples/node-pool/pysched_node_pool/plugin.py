@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from pysched_node_pool.args import NodePoolArgs
-from scheduler.api.objects import Node, Pod
 from scheduler.framework import (
     MAX_NODE_SCORE,
     ActionType,
@@ -19,7 +18,9 @@ from scheduler.framework import (
     Code,
     CycleState,
     EventResource,
+    Node,
     NodeInfo,
+    Pod,
     QueueingHint,
     Status,
 )

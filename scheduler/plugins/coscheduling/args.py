@@ -7,9 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api import field
-from scheduler.framework.registry import ArgsError
-from scheduler.plugins.helper.args import FieldErrors, check_args_object
+from scheduler.framework import FieldErrors, check_args_object, check_int64
 
 PERMIT_WAITING_TIME = "permitWaitingTimeSeconds"
 BACKOFF = "podGroupBackoffSeconds"
@@ -30,22 +28,13 @@ class CoschedulingArgs:
     """PostFilter rejects the group only when more than this share of minMember is unplaced."""
 
 
-def _integer(args: Mapping[str, Any], name: str, default: int) -> int:
-    value = args.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgsError(name, field.invalid(value, "must be an integer"))
-    return value
-
-
 def decode_args(raw: Mapping[str, Any] | None) -> CoschedulingArgs:
     """Strict decoding, defaults (60 s, 0 s, 10 %), validation."""
     args = check_args_object(raw, (PERMIT_WAITING_TIME, BACKOFF, REJECT_PERCENTAGE))
     decoded = CoschedulingArgs(
-        _integer(args, PERMIT_WAITING_TIME, DEFAULT_PERMIT_WAITING_TIME_SECONDS),
-        _integer(args, BACKOFF, DEFAULT_POD_GROUP_BACKOFF_SECONDS),
-        _integer(args, REJECT_PERCENTAGE, DEFAULT_POD_GROUP_REJECT_PERCENTAGE),
+        check_int64(args, PERMIT_WAITING_TIME, "", DEFAULT_PERMIT_WAITING_TIME_SECONDS),
+        check_int64(args, BACKOFF, "", DEFAULT_POD_GROUP_BACKOFF_SECONDS),
+        check_int64(args, REJECT_PERCENTAGE, "", DEFAULT_POD_GROUP_REJECT_PERCENTAGE),
     )
     errs = FieldErrors()
     if decoded.permit_waiting_time_seconds < 0:

@@ -17,25 +17,26 @@ from typing import Any
 
 import structlog
 
-from scheduler.api.gang import Gang, GangRef, GangSource
-from scheduler.api.objects import Pod
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
+from scheduler.framework import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
-    QueueingHint,
-)
-from scheduler.framework.gang import PodGroupInfo
-from scheduler.framework.interface import Handle
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import (
+    Gang,
+    GangRef,
+    GangSource,
+    Handle,
     NodeInfo,
     NodeToStatus,
+    Pod,
+    PodGroupInfo,
     PostFilterResult,
     PreFilterResult,
     QueuedPodInfo,
+    QueueingHint,
+    Status,
 )
 from scheduler.plugins.coscheduling.args import CoschedulingArgs
 from scheduler.plugins.helper.gang import DEFAULT_WAIT_SECONDS, GangTracker

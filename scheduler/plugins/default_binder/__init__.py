@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import BindPlugin, PluginSpec
 from scheduler.plugins.default_binder.plugin import NAME, DefaultBinder
 
-SPEC = PluginSpec(lambda _args, handle: DefaultBinder(handle))
+SPEC = PluginSpec(lambda _args, handle: DefaultBinder(handle), implements=(BindPlugin,))
 
 __all__ = ["NAME", "SPEC"]

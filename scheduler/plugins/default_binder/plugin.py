@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.api.objects import Pod
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Handle
-from scheduler.framework.status import Status
+from scheduler.framework import CycleState, Handle, Pod, Status
 
 NAME = "DefaultBinder"
 

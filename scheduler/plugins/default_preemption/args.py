@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.plugins.helper.args import FieldErrors, check_args_object, check_int
+from scheduler.framework import FieldErrors, check_args_object, check_int
 
 PERCENTAGE = "minCandidateNodesPercentage"
 ABSOLUTE = "minCandidateNodesAbsolute"
@@ -22,16 +22,8 @@ def decode_args(raw: Mapping[str, Any] | None) -> PreemptionArgs:
     """Strict decoding, SetDefaults_DefaultPreemptionArgs, then ValidateDefaultPreemptionArgs."""
     args = check_args_object(raw, (PERCENTAGE, ABSOLUTE))
     defaults = PreemptionArgs()
-    percentage = (
-        check_int(args, PERCENTAGE, "")
-        if args.get(PERCENTAGE) is not None
-        else defaults.min_candidate_nodes_percentage
-    )
-    absolute = (
-        check_int(args, ABSOLUTE, "")
-        if args.get(ABSOLUTE) is not None
-        else defaults.min_candidate_nodes_absolute
-    )
+    percentage = check_int(args, PERCENTAGE, "", defaults.min_candidate_nodes_percentage)
+    absolute = check_int(args, ABSOLUTE, "", defaults.min_candidate_nodes_absolute)
     errs = FieldErrors()
     if not 0 <= percentage <= 100:
         errs.invalid(PERCENTAGE, percentage, "not in valid range [0, 100]")

@@ -25,14 +25,18 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import Pod, PodDisruptionBudget
-from scheduler.api.resources import Resource
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import CountingCheck
-from scheduler.framework.node_table import NodeTable
-from scheduler.framework.preemption.victims import importance_key, split_by_pdb_violation
-from scheduler.framework.status import Status
-from scheduler.framework.types import NodeInfo
+from scheduler.framework import (
+    CountingCheck,
+    CycleState,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    PodDisruptionBudget,
+    Resource,
+    Status,
+    importance_key,
+    split_by_pdb_violation,
+)
 
 #: Room on a resource no rule checks: never reached by a sum of requests.
 _UNCHECKED = 2**62

@@ -14,32 +14,37 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scheduler import metrics
-from scheduler.api.gang import gang_ref
-from scheduler.api.objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
+from scheduler.framework import (
     EVENT_ASSIGNED_POD_DELETE,
+    PREEMPT_NEVER,
     ClusterEventWithHint,
+    Code,
+    CountingCheck,
+    CycleState,
+    Evaluator,
+    Executor,
+    GroupAssignments,
+    GroupEvaluator,
+    Handle,
+    NodeInfo,
+    NodeToStatus,
+    Pod,
+    PodDisruptionBudget,
+    PodGroupInfo,
+    PostFilterResult,
     QueueingHint,
-)
-from scheduler.framework.gang import PodGroupInfo
-from scheduler.framework.interface import CountingCheck, GroupAssignments, Handle
-from scheduler.framework.preemption.evaluator import Evaluator
-from scheduler.framework.preemption.executor import Executor
-from scheduler.framework.preemption.group import GroupEvaluator
-from scheduler.framework.preemption.victims import (
     ReprieveError,
+    Status,
     VictimUnit,
+    gang_ref,
     importance_key,
+    metrics,
     pod_terminating_by_preemption,
     reprieve_units,
     reprieve_walk,
     split_by_pdb_violation,
     victim_units,
 )
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, NodeToStatus, PostFilterResult
 from scheduler.plugins.default_preemption.args import PreemptionArgs
 from scheduler.plugins.default_preemption.columns import select_by_columns, without
 

@@ -4,9 +4,18 @@ code is in plugin.py, the group logic it shares with Coscheduling in helper/gang
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import (
+    EnqueueExtensions,
+    PermitPlugin,
+    PluginSpec,
+    PodGroupPlugin,
+    PreEnqueuePlugin,
+)
 from scheduler.plugins.gang_scheduling.plugin import NAME, GangScheduling
 
-SPEC = PluginSpec(lambda _args, handle: GangScheduling(handle))
+SPEC = PluginSpec(
+    lambda _args, handle: GangScheduling(handle),
+    implements=(PreEnqueuePlugin, PermitPlugin, PodGroupPlugin, EnqueueExtensions),
+)
 
 __all__ = ["NAME", "SPEC"]

@@ -15,19 +15,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.api.gang import Gang, GangRef, GangSource
-from scheduler.api.objects import Pod
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
+from scheduler.framework import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
+    Gang,
+    GangRef,
+    GangSource,
+    Handle,
+    Pod,
+    PodGroupInfo,
     QueueingHint,
+    Status,
 )
-from scheduler.framework.gang import PodGroupInfo
-from scheduler.framework.interface import Handle
-from scheduler.framework.status import Code, Status
 from scheduler.plugins.helper.gang import GangTracker
 
 NAME = "GangScheduling"

@@ -11,13 +11,25 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.gang import POD_GROUP_LABEL, Gang, GangRef, GangSource, gang_ref
-from scheduler.api.objects import Pod
-from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
-from scheduler.clock import Timer
-from scheduler.framework.interface import Handle, SnapshotLister, WaitingPod
-from scheduler.framework.node_table import NodeTable
-from scheduler.framework.types import QueuedPodInfo
+from scheduler.framework import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    POD_GROUP_LABEL,
+    PODS,
+    Gang,
+    GangRef,
+    GangSource,
+    Handle,
+    NodeTable,
+    Pod,
+    QueuedPodInfo,
+    Resource,
+    SnapshotLister,
+    Timer,
+    WaitingPod,
+    gang_ref,
+)
 
 #: scheduler-plugins' util.DefaultWaitTime: Permit's wait when nothing else says how long.
 DEFAULT_WAIT_SECONDS = 60.0

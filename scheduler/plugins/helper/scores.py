@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
-from scheduler.framework.interface import MAX_NODE_SCORE, ScoreColumn
+from scheduler.framework import MAX_NODE_SCORE, ScoreColumn
+
+IntArray = npt.NDArray[np.int64]
 
 
 def go_div(a: int, b: int) -> int:
     """Go's integer division, which truncates toward zero (Python's // floors)."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
+
+
+def go_div_array(a: IntArray, b: IntArray | int) -> IntArray:
+    """go_div element-wise, for positive divisors."""
+    out: IntArray = np.where(a < 0, -((-a) // b), a // b).astype(np.int64)
+    return out
 
 
 def default_normalize_score(

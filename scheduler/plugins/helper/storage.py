@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.objects import PodVolume
-from scheduler.api.storage import PersistentVolume
+from scheduler.framework import PersistentVolume, PodVolume
 
 # --- NotFound errors, as client-go listers word them (apierrors.NewNotFound) ---------------
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import BatchScorePlugin, PluginSpec, SignPlugin
 from scheduler.plugins.image_locality.plugin import NAME, ImageLocality
 
-SPEC = PluginSpec(lambda _args, handle: ImageLocality(handle))
+SPEC = PluginSpec(
+    lambda _args, handle: ImageLocality(handle), implements=(BatchScorePlugin, SignPlugin)
+)
 
 __all__ = ["NAME", "SPEC"]

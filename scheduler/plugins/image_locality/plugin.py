@@ -6,14 +6,21 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import Node, Pod
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import MAX_NODE_SCORE, Handle, ScoreColumn
-from scheduler.framework.node_table import ImageIndex, IntColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Status
-from scheduler.framework.types import NodeInfo
+from scheduler.framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    ImageIndex,
+    IntColumn,
+    Node,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    ScoreColumn,
+    SignFragment,
+    Status,
+    signers,
+)
 
 NAME = "ImageLocality"
 

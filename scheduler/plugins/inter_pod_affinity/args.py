@@ -6,9 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api import field
-from scheduler.framework.registry import ArgsError
-from scheduler.plugins.helper.args import FieldErrors, check_args_object, check_int
+from scheduler.framework import ArgsError, FieldErrors, check_args_object, check_int, field
 
 HARD_WEIGHT = "hardPodAffinityWeight"
 IGNORE_PREFERRED = "ignorePreferredTermsOfExistingPods"
@@ -28,11 +26,7 @@ def decode_args(raw: Mapping[str, Any] | None) -> InterPodAffinityArgs:
     """Strict decoding, SetDefaults_InterPodAffinityArgs (weight 1 when absent), validation."""
     args = check_args_object(raw, (HARD_WEIGHT, IGNORE_PREFERRED))
     defaults = InterPodAffinityArgs()
-    weight = (
-        check_int(args, HARD_WEIGHT, "")
-        if args.get(HARD_WEIGHT) is not None
-        else defaults.hard_pod_affinity_weight
-    )
+    weight = check_int(args, HARD_WEIGHT, "", defaults.hard_pod_affinity_weight)
     ignore = args.get(IGNORE_PREFERRED, False)
     if ignore is None:
         ignore = False

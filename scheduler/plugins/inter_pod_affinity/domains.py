@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework.node_table import BoolColumn, IntColumn, NodeTable
+from scheduler.framework import BoolColumn, IntColumn, NodeTable
 
 
 class DomainCounts:

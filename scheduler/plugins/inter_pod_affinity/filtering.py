@@ -15,10 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scheduler.api.affinity import PodAffinityTerm
-from scheduler.api.objects import Pod
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.status import Code, Status
+from scheduler.framework import BoolColumn, Code, NodeTable, Pod, PodAffinityTerm, Status
 from scheduler.plugins.inter_pod_affinity.domains import DomainCounts
 from scheduler.plugins.inter_pod_affinity.terms import (
     ResolvedTerm,

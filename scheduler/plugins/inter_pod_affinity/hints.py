@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.api.objects import Node, Pod
-from scheduler.framework.events import (
+from scheduler.framework import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
+    Node,
+    Pod,
     QueueingHint,
 )
 from scheduler.plugins.inter_pod_affinity.terms import selects_all, selects_any

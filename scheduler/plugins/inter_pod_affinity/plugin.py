@@ -9,16 +9,23 @@ from collections.abc import Mapping
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import Pod
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import ClusterEventWithHint
-from scheduler.framework.interface import Handle, ScoreColumn
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.status_column import StatusColumn
-from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.framework import (
+    BoolColumn,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    Handle,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    PreFilterResult,
+    ScoreColumn,
+    SignFragment,
+    Status,
+    StatusColumn,
+    signers,
+)
+from scheduler.plugins.helper.cycle_state import read_state
 from scheduler.plugins.inter_pod_affinity import hints
 from scheduler.plugins.inter_pod_affinity.args import InterPodAffinityArgs
 from scheduler.plugins.inter_pod_affinity.filtering import (
@@ -32,7 +39,9 @@ from scheduler.plugins.inter_pod_affinity.terms import NO_LABELS, matches_all, r
 
 NAME = "InterPodAffinity"
 PRE_FILTER_KEY = "PreFilter" + NAME
+_PRE_FILTER_STATE_ERROR = f'error reading "{PRE_FILTER_KEY}" from cycleState'
 PRE_SCORE_KEY = "PreScore" + NAME
+_PRE_SCORE_STATE_ERROR = f'failed to read "{PRE_SCORE_KEY}" from cycleState'
 
 _SKIP = Status(Code.SKIP)
 _NO_LABELS: Mapping[str, str] = NO_LABELS
@@ -95,9 +104,9 @@ class InterPodAffinity:
     def _update(
         self, state: CycleState, pod: Pod, node_info: NodeInfo, amount: int
     ) -> Status | None:
-        s = state.get(PRE_FILTER_KEY)
-        if not isinstance(s, PreFilterState):
-            return Status(Code.ERROR, f'error reading "{PRE_FILTER_KEY}" from cycleState')
+        s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return s
         if node_info.node is not None:
             s.update_with_pod(self._handle.snapshot().table, pod, node_info.node.labels, amount)
         return None
@@ -105,10 +114,7 @@ class InterPodAffinity:
     # --- Filter ------------------------------------------------------------------------------
 
     def _pre_filter_state(self, state: CycleState) -> PreFilterState | Status:
-        s = state.get(PRE_FILTER_KEY)
-        if not isinstance(s, PreFilterState):
-            return Status(Code.ERROR, f'error reading "{PRE_FILTER_KEY}" from cycleState')
-        return s
+        return read_state(state, PRE_FILTER_KEY, PreFilterState, _PRE_FILTER_STATE_ERROR)
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         s = self._pre_filter_state(state)
@@ -178,10 +184,7 @@ class InterPodAffinity:
         return None
 
     def _pre_score_state(self, state: CycleState) -> PreScoreState | Status:
-        s = state.get(PRE_SCORE_KEY)
-        if not isinstance(s, PreScoreState):
-            return Status(Code.ERROR, f'failed to read "{PRE_SCORE_KEY}" from cycleState')
-        return s
+        return read_state(state, PRE_SCORE_KEY, PreScoreState, _PRE_SCORE_STATE_ERROR)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | Status:
         s = self._pre_score_state(state)

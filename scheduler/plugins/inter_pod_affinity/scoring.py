@@ -16,10 +16,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.affinity import PodAffinityTerm, WeightedPodAffinityTerm
-from scheduler.api.objects import Pod
-from scheduler.framework.interface import MAX_NODE_SCORE, ScoreColumn
-from scheduler.framework.node_table import NodeTable
+from scheduler.framework import (
+    MAX_NODE_SCORE,
+    NodeTable,
+    Pod,
+    PodAffinityTerm,
+    ScoreColumn,
+    WeightedPodAffinityTerm,
+)
 from scheduler.plugins.inter_pod_affinity.domains import DomainCounts
 from scheduler.plugins.inter_pod_affinity.filtering import COUNT_KEY
 from scheduler.plugins.inter_pod_affinity.terms import ResolvedTerm, term_selects

@@ -12,10 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from scheduler.api.affinity import PodAffinityTerm
-from scheduler.api.labels import LabelSelector
-from scheduler.api.namespace import Namespace
-from scheduler.api.objects import Pod
+from scheduler.framework import LabelSelector, Namespace, Pod, PodAffinityTerm
 
 #: What Go's nil label set is to a selector: an unknown namespace has no labels.
 NO_LABELS: Mapping[str, str] = {}

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.framework.interface import Handle
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import (
+    EnqueueExtensions,
+    Handle,
+    PluginSpec,
+    PostFilterPlugin,
+    PreFilterPlugin,
+    SignPlugin,
+)
 from scheduler.plugins.missing.guards import (
     DynamicResourcesGuard,
     accept_any_args,
@@ -19,7 +25,14 @@ def _dynamic_resources(_args: Any, handle: Handle) -> DynamicResourcesGuard:
 
 
 GUARDS: tuple[tuple[str, PluginSpec], ...] = (
-    ("DynamicResources", PluginSpec(_dynamic_resources, accept_any_args)),
+    (
+        "DynamicResources",
+        PluginSpec(
+            _dynamic_resources,
+            accept_any_args,
+            implements=(PreFilterPlugin, PostFilterPlugin, EnqueueExtensions, SignPlugin),
+        ),
+    ),
 )
 
 __all__ = ["GUARDS"]

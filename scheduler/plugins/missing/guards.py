@@ -13,13 +13,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.api.objects import Pod
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import ClusterEventWithHint
-from scheduler.framework.interface import Handle, PreFilterExtensions
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, NodeToStatus, PostFilterResult, PreFilterResult
+from scheduler.framework import (
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    Handle,
+    NodeInfo,
+    NodeToStatus,
+    Pod,
+    PostFilterResult,
+    PreFilterExtensions,
+    PreFilterResult,
+    SignFragment,
+    Status,
+)
 
 #: What a guard looks for in a pod: a short description of what needs the plugin, or "".
 Need = Callable[[Pod, Handle], str]

@@ -11,27 +11,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api import field
-from scheduler.api.labels import (
+from scheduler.framework import (
     DOES_NOT_EXIST,
     EXISTS,
     GT,
     IN,
+    LABEL_KEY_FMT,
     LT,
     NOT_IN,
+    ArgsError,
+    FieldErrors,
     NodeSelector,
     NodeSelectorTerm,
     PreferredSchedulingTerm,
     Requirement,
-    parse_go_int,
-)
-from scheduler.framework.registry import ArgsError
-from scheduler.plugins.helper.args import (
-    LABEL_KEY_FMT,
-    FieldErrors,
     check_list,
     check_object,
+    field,
     label_key_errors,
+    parse_go_int,
     regex_error,
 )
 
@@ -73,15 +71,26 @@ def _strings(raw: Any, path: str) -> list[str]:
     return values
 
 
-def _expression(raw: Any, path: str, errs: FieldErrors) -> Requirement | None:
+def _requirement_fields(
+    raw: Any, path: str, errs: FieldErrors, operators: tuple[str, ...]
+) -> tuple[str, str, list[str]] | None:
+    """A requirement's key, operator and values; None (error recorded) for another operator."""
     expr = check_object(raw, path, ("key", "operator", "values"))
     key, operator = expr.get("key", ""), expr.get("operator", "")
     if not isinstance(key, str) or not isinstance(operator, str):
         raise ArgsError(path, "key and operator must be strings")
     values = _strings(expr.get("values"), f"{path}.values")
-    if operator not in _NODE_OPERATORS:
-        errs.not_supported(f"{path}.operator", operator, _NODE_OPERATORS)
+    if operator not in operators:
+        errs.not_supported(f"{path}.operator", operator, operators)
         return None
+    return key, operator, values
+
+
+def _expression(raw: Any, path: str, errs: FieldErrors) -> Requirement | None:
+    decoded = _requirement_fields(raw, path, errs, _NODE_OPERATORS)
+    if decoded is None:
+        return None
+    key, operator, values = decoded
     before = len(errs.items)
     key_errs = label_key_errors(key)
     if key_errs:
@@ -120,14 +129,10 @@ def _expression(raw: Any, path: str, errs: FieldErrors) -> Requirement | None:
 
 
 def _field_expression(raw: Any, path: str, errs: FieldErrors) -> Requirement | None:
-    expr = check_object(raw, path, ("key", "operator", "values"))
-    key, operator = expr.get("key", ""), expr.get("operator", "")
-    if not isinstance(key, str) or not isinstance(operator, str):
-        raise ArgsError(path, "key and operator must be strings")
-    values = _strings(expr.get("values"), f"{path}.values")
-    if operator not in _FIELD_OPERATORS:
-        errs.not_supported(f"{path}.operator", operator, _FIELD_OPERATORS)
+    decoded = _requirement_fields(raw, path, errs, _FIELD_OPERATORS)
+    if decoded is None:
         return None
+    key, operator, values = decoded
     if len(values) != 1:
         errs.invalid(f"{path}.values", values, "must have one element")
         return None

@@ -10,29 +10,33 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.labels import (
+from scheduler.framework import (
     IN,
-    NOT_IN,
-    NodeSelector,
-    NodeSelectorTerm,
-    PreferredSchedulingTerm,
-    Requirement,
-)
-from scheduler.api.objects import Node, Pod
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
     ActionType,
+    BoolColumn,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
+    Node,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    PreferredSchedulingTerm,
+    PreFilterResult,
     QueueingHint,
+    ScoreColumn,
+    SignFragment,
+    Status,
+    signers,
 )
-from scheduler.framework.interface import ScoreColumn
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.plugins.helper.node_affinity import (
+    matches_pod_required_affinity,
+    pod_required_affinity_mask,
+    selector_mask,
+    term_mask,
+)
 from scheduler.plugins.helper.scores import default_normalize_score
 from scheduler.plugins.node_affinity.args import NodeAffinityArgs
 
@@ -40,64 +44,6 @@ NAME = "NodeAffinity"
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
-
-
-def _matches_required(pod: Pod, node: Node) -> bool:
-    labels = node.labels
-    for key, value in pod.node_selector.items():
-        if labels.get(key) != value:
-            return False
-    required = pod.required_node_affinity
-    return required is None or required.matches(node.name, labels)
-
-
-def _term_mask(term: NodeSelectorTerm, table: NodeTable) -> BoolColumn:
-    if not term.expressions and not term.fields:
-        return np.zeros(table.n, np.bool_)
-    mask: BoolColumn = np.ones(table.n, np.bool_)
-    for req in term.expressions:
-        mask &= table.requirement_mask(req)
-    for req in term.fields:
-        mask &= _field_mask(req, table)
-    return mask
-
-
-def _field_mask(req: Requirement, table: NodeTable) -> BoolColumn:
-    """Rows whose node name satisfies a matchFields requirement (only metadata.name exists)."""
-    mask: BoolColumn = np.zeros(table.n, np.bool_)
-    if req.key == "metadata.name":
-        for name in req.values:
-            row = table.index.get(name)
-            if row is not None:
-                mask[row] = True
-    if req.operator == NOT_IN:
-        mask = ~mask
-    elif req.operator != IN:
-        mask[:] = False
-    return mask
-
-
-def _selector_mask(selector: NodeSelector, table: NodeTable) -> BoolColumn:
-    mask: BoolColumn = np.zeros(table.n, np.bool_)
-    for term in selector.terms:
-        mask |= _term_mask(term, table)
-    return mask
-
-
-def matches_pod_required_affinity(pod: Pod, node: Node) -> bool:
-    """Whether the node satisfies the pod's nodeSelector and required node affinity
-    (component-helpers' GetRequiredNodeAffinity(pod).Match; PodTopologySpread reads it too)."""
-    return _matches_required(pod, node)
-
-
-def pod_required_affinity_mask(pod: Pod, table: NodeTable) -> BoolColumn:
-    """`matches_pod_required_affinity` for every row at once."""
-    mask: BoolColumn = np.ones(table.n, np.bool_)
-    for key, value in pod.node_selector.items():
-        mask &= table.requirement_mask(Requirement(key, IN, frozenset((value,))))
-    if pod.required_node_affinity is not None:
-        mask &= _selector_mask(pod.required_node_affinity, table)
-    return mask
 
 
 def _preferred_score(terms: tuple[PreferredSchedulingTerm, ...], node: Node) -> int:
@@ -129,11 +75,15 @@ class NodeAffinity:
         added = self.args.added_required
         if added is not None and not added.matches(new.name, new.labels):
             return QueueingHint.QUEUE_SKIP
-        if not _matches_required(pod, new):
+        if not matches_pod_required_affinity(pod, new):
             return QueueingHint.QUEUE_SKIP
         if not isinstance(old, Node):
             return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP if _matches_required(pod, old) else QueueingHint.QUEUE
+        return (
+            QueueingHint.QUEUE_SKIP
+            if matches_pod_required_affinity(pod, old)
+            else QueueingHint.QUEUE
+        )
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
@@ -169,14 +119,14 @@ class NodeAffinity:
         added = self.args.added_required
         if added is not None and not added.matches(node.name, node.labels):
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_ENFORCED)
-        if not _matches_required(pod, node):
+        if not matches_pod_required_affinity(pod, node):
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_POD)
         return None
 
     def filter_batch(self, state: CycleState, pod: Pod, table: NodeTable) -> BoolColumn | None:
         mask: BoolColumn = np.ones(table.n, np.bool_)
         if self.args.added_required is not None:
-            mask &= _selector_mask(self.args.added_required, table)
+            mask &= selector_mask(self.args.added_required, table)
         return mask & pod_required_affinity_mask(pod, table)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
@@ -197,7 +147,7 @@ class NodeAffinity:
     ) -> ScoreColumn | None:
         scores: ScoreColumn = np.zeros(len(rows), np.int64)
         for term in (*self.args.added_preferred, *pod.preferred_node_affinity):
-            scores += term.weight * _term_mask(term.term, table)[rows]
+            scores += term.weight * term_mask(term.term, table)[rows]
         return scores
 
     def score_extensions(self) -> NodeAffinity:

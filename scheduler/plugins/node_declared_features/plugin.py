@@ -7,20 +7,24 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.api.objects import Node, Pod
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
+from scheduler.framework import (
     ActionType,
+    BoolColumn,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
+    Node,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    PreFilterResult,
     QueueingHint,
+    SignFragment,
+    Status,
+    signers,
 )
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
 
 NAME = "NodeDeclaredFeatures"
 ERR_REASON = "node(s) didn't match Pod's required features"

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduler.api.objects import Pod
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import EVENT_NODE_ADD, ClusterEventWithHint
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.framework import (
+    EVENT_NODE_ADD,
+    BoolColumn,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    PreFilterResult,
+    SignFragment,
+    Status,
+    signers,
+)
 
 NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"

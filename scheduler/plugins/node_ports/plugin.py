@@ -6,19 +6,24 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.api.objects import HostPort, Pod
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
+from scheduler.framework import (
     EVENT_ASSIGNED_POD_DELETE,
     EVENT_NODE_ADD,
+    BoolColumn,
     ClusterEventWithHint,
+    Code,
+    CycleState,
+    HostPort,
+    HostPortInfo,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    PreFilterResult,
     QueueingHint,
+    SignFragment,
+    Status,
+    signers,
 )
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import HostPortInfo, NodeInfo, PreFilterResult
 
 NAME = "NodePorts"
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"

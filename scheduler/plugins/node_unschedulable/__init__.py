@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import BatchFilterPlugin, EnqueueExtensions, PluginSpec, SignPlugin
 from scheduler.plugins.node_unschedulable.plugin import NAME, NodeUnschedulable
 
-SPEC = PluginSpec(lambda _args, _handle: NodeUnschedulable())
+SPEC = PluginSpec(
+    lambda _args, _handle: NodeUnschedulable(),
+    implements=(BatchFilterPlugin, EnqueueExtensions, SignPlugin),
+)
 
 __all__ = ["NAME", "SPEC"]

@@ -6,20 +6,20 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.api.objects import NO_SCHEDULE, Node, Pod, Taint
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
+from scheduler.framework import (
+    NO_SCHEDULE,
+    BoolColumn,
+    Code,
+    CycleState,
+    Node,
+    NodeInfo,
+    NodeTable,
+    Pod,
     QueueingHint,
+    Status,
+    Taint,
 )
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo
+from scheduler.plugins.helper.taints import TolerationsFilter
 
 NAME = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
@@ -31,26 +31,8 @@ def tolerates_unschedulable(pod: Pod) -> bool:
     return any(t.tolerates(UNSCHEDULABLE_TAINT) for t in pod.tolerations)
 
 
-class NodeUnschedulable:
+class NodeUnschedulable(TolerationsFilter):
     name = NAME
-    #: Filter reads only the Node (preemption counts pods without copying it: CountingFilter).
-    filter_reads_node_only = True
-
-    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
-        """Feasibility depends on the pod's tolerations only."""
-        return [SignFragment(signers.TOLERATIONS, signers.tolerations(pod))], None
-
-    def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
-                self.is_schedulable_after_node_change,
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.TARGET_POD, ActionType.UPDATE_POD_TOLERATION),
-                self.is_schedulable_after_toleration_change,
-            ),
-        ]
 
     @staticmethod
     def is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:

@@ -15,28 +15,29 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.objects import Pod, PodVolume
-from scheduler.api.storage import (
-    CSINode,
-    PersistentVolumeClaim,
-    VolumeAttachment,
-    ephemeral_claim_error,
-    volume_claim_name,
-)
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
+from scheduler.framework import (
     EVENT_ASSIGNED_POD_DELETE,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CSINode,
+    CycleState,
     EventResource,
+    Handle,
+    NodeInfo,
+    PersistentVolumeClaim,
+    Pod,
+    PodVolume,
+    PreFilterResult,
     QueueingHint,
+    SignFragment,
+    Status,
+    VolumeAttachment,
+    ephemeral_claim_error,
+    signers,
+    volume_claim_name,
 )
-from scheduler.framework.interface import Handle
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.helper.storage import (
     MIGRATION_ON,
     TranslationError,

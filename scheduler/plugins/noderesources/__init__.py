@@ -6,7 +6,15 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import (
+    BatchFilterStatusesPlugin,
+    BatchScorePlugin,
+    EnqueueExtensions,
+    PluginSpec,
+    PreFilterPlugin,
+    PreScorePlugin,
+    SignPlugin,
+)
 from scheduler.plugins.noderesources import balanced_allocation, fit
 from scheduler.plugins.noderesources.balanced_allocation_args import (
     decode_args as decode_balanced_allocation_args,
@@ -14,10 +22,23 @@ from scheduler.plugins.noderesources.balanced_allocation_args import (
 from scheduler.plugins.noderesources.fit_args import decode_args as decode_fit_args
 
 FIT_NAME = fit.NAME
-FIT_SPEC = PluginSpec(fit.NodeResourcesFit, decode_fit_args)
+FIT_SPEC = PluginSpec(
+    fit.NodeResourcesFit,
+    decode_fit_args,
+    implements=(
+        PreFilterPlugin,
+        BatchFilterStatusesPlugin,
+        PreScorePlugin,
+        BatchScorePlugin,
+        EnqueueExtensions,
+        SignPlugin,
+    ),
+)
 BALANCED_ALLOCATION_NAME = balanced_allocation.NAME
 BALANCED_ALLOCATION_SPEC = PluginSpec(
-    balanced_allocation.BalancedAllocation, decode_balanced_allocation_args
+    balanced_allocation.BalancedAllocation,
+    decode_balanced_allocation_args,
+    implements=(PreScorePlugin, BatchScorePlugin, SignPlugin),
 )
 
 __all__ = ["BALANCED_ALLOCATION_NAME", "BALANCED_ALLOCATION_SPEC", "FIT_NAME", "FIT_SPEC"]

@@ -9,14 +9,18 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import Pod
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Handle, ScoreColumn
-from scheduler.framework.node_table import NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo
+from scheduler.framework import (
+    Code,
+    CycleState,
+    Handle,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    ScoreColumn,
+    SignFragment,
+    Status,
+    signers,
+)
 from scheduler.plugins.noderesources.balanced_allocation_args import BalancedAllocationArgs
 from scheduler.plugins.noderesources.requests import (
     node_vectors,

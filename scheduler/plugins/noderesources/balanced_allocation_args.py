@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.plugins.helper.args import FieldErrors, check_args_object
+from scheduler.framework import FieldErrors, check_args_object
 from scheduler.plugins.noderesources.resource_specs import (
     DEFAULT_RESOURCES,
     ResourceSpec,

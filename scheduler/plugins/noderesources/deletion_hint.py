@@ -18,13 +18,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scheduler.api.gang import gang_ref
-from scheduler.api.objects import Pod
-from scheduler.api.resources import Resource
-from scheduler.framework.interface import Handle
-from scheduler.framework.nominations import counting_against
-from scheduler.framework.preemption.victims import pod_terminating_by_preemption
-from scheduler.framework.types import NodeInfo
+from scheduler.framework import (
+    Handle,
+    NodeInfo,
+    Pod,
+    Resource,
+    counting_against,
+    gang_ref,
+    pod_terminating_by_preemption,
+)
 
 #: Whether a request fits in (allocatable, requested, pod count): the Filter's own check.
 Fits = Callable[[Resource, Resource, Resource, int], bool]

@@ -13,23 +13,30 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import Node, Pod
-from scheduler.api.resources import Resource, is_extended_resource_name, is_scalar_resource_name
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
+from scheduler.framework import (
     ActionType,
+    BoolColumn,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
+    Handle,
+    Node,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    PreFilterResult,
     QueueingHint,
+    Resource,
+    ScoreColumn,
+    SignFragment,
+    Status,
+    StatusColumn,
+    is_extended_resource_name,
+    is_scalar_resource_name,
+    signers,
 )
-from scheduler.framework.interface import Handle, ScoreColumn
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.status_column import StatusColumn
-from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.noderesources.deletion_hint import WaitingPreemptors
 from scheduler.plugins.noderesources.fit_args import (
     LEAST_ALLOCATED,

@@ -6,14 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.plugins.helper.args import (
-    FieldErrors,
-    check_args_object,
-    check_object,
-    decode_shape,
-    label_key_errors,
-    validate_shape,
-)
+from scheduler.framework import FieldErrors, check_args_object, check_object, label_key_errors
+from scheduler.plugins.helper.shape import decode_shape, validate_shape
 from scheduler.plugins.noderesources.resource_specs import (
     DEFAULT_RESOURCES,
     ResourceSpec,

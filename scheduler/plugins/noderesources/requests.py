@@ -13,10 +13,15 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import Pod
-from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
-from scheduler.framework.node_table import NodeTable
-from scheduler.framework.types import NodeInfo
+from scheduler.framework import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    is_scalar_resource_name,
+)
 from scheduler.plugins.noderesources.resource_specs import ResourceSpec
 
 IntMatrix = npt.NDArray[np.int64]

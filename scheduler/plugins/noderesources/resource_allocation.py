@@ -13,8 +13,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework.interface import MAX_NODE_SCORE, ScoreColumn
-from scheduler.plugins.noderesources.shape import BrokenLinear, trunc_div, trunc_div_array
+from scheduler.framework import MAX_NODE_SCORE, ScoreColumn
+from scheduler.plugins.helper.scores import go_div, go_div_array
+from scheduler.plugins.helper.shape import BrokenLinear
 
 IntMatrix = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -255,7 +256,7 @@ class BalancedAllocation:
         with_pod = balanced_resource_score(requested, allocatable)
         without_pod = balanced_resource_score(allocated, allocatable)
         half = MAX_NODE_SCORE // 2
-        return half + trunc_div(half + with_pod - without_pod, 2)
+        return half + go_div(half + with_pod - without_pod, 2)
 
     def score_matrix(
         self, requested: IntMatrix, allocated: IntMatrix, allocatable: IntMatrix
@@ -263,5 +264,5 @@ class BalancedAllocation:
         with_pod = balanced_resource_score_matrix(requested, allocatable)
         without_pod = balanced_resource_score_matrix(allocated, allocatable)
         half = MAX_NODE_SCORE // 2
-        out: ScoreColumn = half + trunc_div_array(half + with_pod - without_pod, 2)
+        out: ScoreColumn = half + go_div_array(half + with_pod - without_pod, 2)
         return out.astype(np.int64)

@@ -6,10 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api import field
-from scheduler.api.resources import CPU, MEMORY
-from scheduler.framework.registry import ArgsError
-from scheduler.plugins.helper.args import check_int, check_list, check_object
+from scheduler.framework import CPU, MEMORY, ArgsError, check_int, check_list, check_object, field
 
 
 @dataclass(frozen=True, slots=True)

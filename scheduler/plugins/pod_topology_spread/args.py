@@ -7,20 +7,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.labels import SelectorError
-from scheduler.api.spread import (
+from scheduler.framework import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
-    TopologySpreadConstraint,
-    parse_spread_constraint,
-)
-from scheduler.framework.registry import ArgsError
-from scheduler.plugins.helper.args import (
+    ArgsError,
     FieldErrors,
+    SelectorError,
+    TopologySpreadConstraint,
     check_args_object,
     check_list,
     check_object,
     label_key_errors,
+    parse_spread_constraint,
 )
 
 SYSTEM_DEFAULTING = "System"

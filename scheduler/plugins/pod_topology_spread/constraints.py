@@ -7,10 +7,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from scheduler.api.labels import LabelSelector, Requirement, selector_from_set
-from scheduler.api.objects import Pod
-from scheduler.api.spread import HONOR, IGNORE, TopologySpreadConstraint
-from scheduler.framework.interface import Handle
+from scheduler.framework import (
+    HONOR,
+    IGNORE,
+    Handle,
+    LabelSelector,
+    Pod,
+    Requirement,
+    TopologySpreadConstraint,
+    selector_from_set,
+)
 
 #: The controllers whose selector DefaultSelector adds, by kind, with the API version the
 #: owner reference must name (kube-scheduler compares group, version and kind).

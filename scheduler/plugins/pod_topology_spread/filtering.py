@@ -8,9 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scheduler.api.objects import Node, Pod
-from scheduler.framework.node_table import BoolColumn, IntColumn, NodeTable
-from scheduler.framework.status import Code, Status
+from scheduler.framework import BoolColumn, Code, IntColumn, Node, NodeTable, Pod, Status
 from scheduler.plugins.pod_topology_spread.constraints import SpreadConstraint
 from scheduler.plugins.pod_topology_spread.nodes import TableView, has_all_keys, included
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.api.objects import Node, Pod
-from scheduler.api.spread import HONOR
-from scheduler.framework.events import QueueingHint
+from scheduler.framework import HONOR, Node, Pod, QueueingHint
 from scheduler.plugins.pod_topology_spread.constraints import SpreadConstraint
 from scheduler.plugins.pod_topology_spread.nodes import has_all_keys
 

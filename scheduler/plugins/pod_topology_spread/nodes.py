@@ -7,15 +7,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from scheduler.api.objects import Node, Pod
-from scheduler.api.spread import HONOR
-from scheduler.framework.node_table import BoolColumn, IntColumn, NodeTable
-from scheduler.plugins.node_affinity.plugin import (
+from scheduler.framework import HONOR, BoolColumn, IntColumn, Node, NodeTable, Pod
+from scheduler.plugins.helper.node_affinity import (
     matches_pod_required_affinity,
     pod_required_affinity_mask,
 )
+from scheduler.plugins.helper.taints import find_untolerated_taint
 from scheduler.plugins.pod_topology_spread.constraints import SpreadConstraint
-from scheduler.plugins.taint_toleration.plugin import find_untolerated_taint
 
 
 def has_all_keys(labels: Mapping[str, str], constraints: list[SpreadConstraint]) -> bool:

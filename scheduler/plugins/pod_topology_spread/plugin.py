@@ -13,16 +13,27 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import Pod
-from scheduler.api.spread import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
-from scheduler.framework.interface import Handle, ScoreColumn
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.status_column import StatusColumn
-from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.framework import (
+    DO_NOT_SCHEDULE,
+    SCHEDULE_ANYWAY,
+    ActionType,
+    BoolColumn,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EventResource,
+    Handle,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    PreFilterResult,
+    ScoreColumn,
+    SignFragment,
+    Status,
+    StatusColumn,
+)
+from scheduler.plugins.helper.cycle_state import read_state
 from scheduler.plugins.pod_topology_spread import hints
 from scheduler.plugins.pod_topology_spread.args import PodTopologySpreadArgs
 from scheduler.plugins.pod_topology_spread.constraints import SpreadConstraint, pod_constraints
@@ -44,7 +55,9 @@ from scheduler.plugins.pod_topology_spread.scoring import (
 
 NAME = "PodTopologySpread"
 PRE_FILTER_KEY = "PreFilter" + NAME
+_PRE_FILTER_STATE_ERROR = f'reading "{PRE_FILTER_KEY}" from cycleState: not found'
 PRE_SCORE_KEY = "PreScore" + NAME
+_PRE_SCORE_STATE_ERROR = f'error reading "{PRE_SCORE_KEY}" from cycleState'
 _SKIP = Status(Code.SKIP)
 
 
@@ -87,18 +100,21 @@ class PodTopologySpread:
     def _update(
         self, state: CycleState, preemptor: Pod, pod: Pod, node_info: NodeInfo, delta: int
     ) -> Status | None:
-        s = state.get(PRE_FILTER_KEY)
-        if not isinstance(s, PreFilterState):
-            return Status(Code.ERROR, f'reading "{PRE_FILTER_KEY}" from cycleState: not found')
+        s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return s
         update_with_pod(s, pod, preemptor, node_info.node, delta)
         return None
 
     # --- Filter -----------------------------------------------------------------------------
 
+    def _pre_filter_state(self, state: CycleState) -> PreFilterState | Status:
+        return read_state(state, PRE_FILTER_KEY, PreFilterState, _PRE_FILTER_STATE_ERROR)
+
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        s = state.get(PRE_FILTER_KEY)
-        if not isinstance(s, PreFilterState):
-            return Status(Code.ERROR, f'reading "{PRE_FILTER_KEY}" from cycleState: not found')
+        s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return s
         if not s.constraints or node_info.node is None:
             return None
         return filter_node(s, pod, node_info.node)
@@ -130,10 +146,7 @@ class PodTopologySpread:
         return None
 
     def _pre_score_state(self, state: CycleState) -> PreScoreState | Status:
-        s = state.get(PRE_SCORE_KEY)
-        if not isinstance(s, PreScoreState):
-            return Status(Code.ERROR, f'error reading "{PRE_SCORE_KEY}" from cycleState')
-        return s
+        return read_state(state, PRE_SCORE_KEY, PreScoreState, _PRE_SCORE_STATE_ERROR)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | Status:
         s = self._pre_score_state(state)

@@ -10,10 +10,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import Pod
-from scheduler.framework.interface import MAX_NODE_SCORE, ScoreColumn
-from scheduler.framework.node_table import BoolColumn, IntColumn, NodeTable
-from scheduler.framework.types import NodeInfo
+from scheduler.framework import (
+    MAX_NODE_SCORE,
+    BoolColumn,
+    IntColumn,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    ScoreColumn,
+)
 from scheduler.plugins.pod_topology_spread.args import LABEL_HOSTNAME
 from scheduler.plugins.pod_topology_spread.constraints import SpreadConstraint
 from scheduler.plugins.pod_topology_spread.nodes import TableView, count_on

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import PluginSpec, QueueSortPlugin
 from scheduler.plugins.priority_sort.plugin import NAME, PrioritySort
 
-SPEC = PluginSpec(lambda _args, _handle: PrioritySort())
+SPEC = PluginSpec(lambda _args, _handle: PrioritySort(), implements=(QueueSortPlugin,))
 
 __all__ = ["NAME", "SPEC"]

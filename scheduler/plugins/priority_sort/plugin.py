@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.framework.types import QueuedPodInfo
+from scheduler.framework import QueuedPodInfo
 
 NAME = "PrioritySort"
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import EnqueueExtensions, PluginSpec, PreEnqueuePlugin
 from scheduler.plugins.scheduling_gates.plugin import NAME, SchedulingGates
 
-SPEC = PluginSpec(lambda _args, _handle: SchedulingGates())
+SPEC = PluginSpec(
+    lambda _args, _handle: SchedulingGates(), implements=(PreEnqueuePlugin, EnqueueExtensions)
+)
 
 __all__ = ["NAME", "SPEC"]

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.api.objects import Pod
-from scheduler.framework.events import (
+from scheduler.framework import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
     EventResource,
+    Pod,
     QueueingHint,
+    Status,
 )
-from scheduler.framework.status import Code, Status
 
 NAME = "SchedulingGates"
 

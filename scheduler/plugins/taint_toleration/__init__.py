@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import (
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    EnqueueExtensions,
+    PluginSpec,
+    PreScorePlugin,
+    SignPlugin,
+)
 from scheduler.plugins.taint_toleration.plugin import NAME, TaintToleration
 
-SPEC = PluginSpec(lambda _args, _handle: TaintToleration())
+SPEC = PluginSpec(
+    lambda _args, _handle: TaintToleration(),
+    implements=(BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions, SignPlugin),
+)
 
 __all__ = ["NAME", "SPEC"]

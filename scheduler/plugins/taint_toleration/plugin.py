@@ -7,46 +7,27 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api.objects import (
-    NO_EXECUTE,
-    NO_SCHEDULE,
+from scheduler.framework import (
     PREFER_NO_SCHEDULE,
+    BoolColumn,
+    Code,
+    CycleState,
     Node,
+    NodeInfo,
+    NodeTable,
     Pod,
+    QueueingHint,
+    ScoreColumn,
+    Status,
     Taint,
     Toleration,
 )
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
-from scheduler.framework.interface import ScoreColumn
-from scheduler.framework.node_table import BoolColumn, NodeTable
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo
 from scheduler.plugins.helper.scores import default_normalize_score
+from scheduler.plugins.helper.taints import TolerationsFilter, find_untolerated_taint
 
 NAME = "TaintToleration"
 ERR_REASON = "node(s) had untolerated taint(s)"
 _PRE_SCORE_KEY = "PreScore" + NAME
-
-
-def find_untolerated_taint(
-    taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]
-) -> Taint | None:
-    """The first NoSchedule/NoExecute taint that no toleration tolerates."""
-    for taint in taints:
-        if taint.effect not in (NO_SCHEDULE, NO_EXECUTE):
-            continue
-        if not any(t.tolerates(taint) for t in tolerations):
-            return taint
-    return None
 
 
 def _intolerable_prefer_no_schedule(
@@ -59,26 +40,8 @@ def _intolerable_prefer_no_schedule(
     return count
 
 
-class TaintToleration:
+class TaintToleration(TolerationsFilter):
     name = NAME
-    #: Filter reads only the Node (preemption counts pods without copying it: CountingFilter).
-    filter_reads_node_only = True
-
-    def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
-        """Feasibility and score depend on the pod's tolerations only."""
-        return [SignFragment(signers.TOLERATIONS, signers.tolerations(pod))], None
-
-    def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
-                self.is_schedulable_after_node_change,
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.TARGET_POD, ActionType.UPDATE_POD_TOLERATION),
-                self.is_schedulable_after_toleration_change,
-            ),
-        ]
 
     @staticmethod
     def is_schedulable_after_node_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
@@ -91,11 +54,6 @@ class TaintToleration:
         if was_untolerated and not is_untolerated:
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
-
-    @staticmethod
-    def is_schedulable_after_toleration_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        """Tolerations can only be added to a pod, so any change may admit it somewhere."""
-        return QueueingHint.QUEUE
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node

@@ -7,13 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api import field
-from scheduler.framework.registry import ArgsError
-from scheduler.plugins.helper.args import (
+from scheduler.framework import FieldErrors, check_args_object, check_int64
+from scheduler.plugins.helper.shape import (
     MAX_SHAPE_SCORE,
     MAX_SHAPE_UTILIZATION,
-    FieldErrors,
-    check_args_object,
     decode_shape,
     validate_shape,
 )
@@ -32,19 +29,10 @@ class VolumeBindingArgs:
     """(utilization, score) points, scores in [0, 10]."""
 
 
-def _bind_timeout(args: Mapping[str, Any]) -> int:
-    value = args.get(BIND_TIMEOUT)
-    if value is None:
-        return DEFAULT_BIND_TIMEOUT_SECONDS
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgsError(BIND_TIMEOUT, field.invalid(value, "must be an integer"))
-    return value
-
-
 def decode_args(raw: Mapping[str, Any] | None) -> VolumeBindingArgs:
     """Strict decoding, defaults (600 s; the default shape when none is given), validation."""
     args = check_args_object(raw, (BIND_TIMEOUT, SHAPE))
-    timeout = _bind_timeout(args)
+    timeout = check_int64(args, BIND_TIMEOUT, "", DEFAULT_BIND_TIMEOUT_SECONDS)
     points = decode_shape(args.get(SHAPE), SHAPE)
     if not points:
         points = list(DEFAULT_SHAPE)

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
-from scheduler.api.storage import PersistentVolume, PersistentVolumeClaim
+from scheduler.framework import PersistentVolume, PersistentVolumeClaim
 
 
 class _Versioned(Protocol):

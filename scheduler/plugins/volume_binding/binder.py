@@ -11,22 +11,23 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from scheduler.api.objects import Pod
-from scheduler.api.storage import (
+from scheduler.framework import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
     BINDING_WAIT_FOR_FIRST_CONSUMER,
     NO_PROVISIONER,
+    ApiActions,
     CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
+    Pod,
     StorageClass,
+    StorageLister,
     ephemeral_claim_error,
     parse_claim,
     parse_volume,
     pod_claims,
 )
-from scheduler.framework.interface import ApiActions, StorageLister
 from scheduler.plugins.volume_binding.assume_cache import AssumeCache, pv_key, pvc_key
 from scheduler.plugins.volume_binding.matching import (
     bind_volume_to_claim,

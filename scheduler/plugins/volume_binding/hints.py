@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.api.objects import Pod
-from scheduler.api.storage import (
-    CSIDriver,
-    CSINode,
-    CSIStorageCapacity,
-    PersistentVolumeClaim,
-    StorageClass,
-    pod_claims,
-)
-from scheduler.framework.events import (
+from scheduler.framework import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
     EventResource,
+    PersistentVolumeClaim,
+    Pod,
     QueueingHint,
+    StorageClass,
+    pod_claims,
 )
 from scheduler.plugins.volume_binding.matching import volume_limit
 

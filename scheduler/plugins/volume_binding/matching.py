@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scheduler.api.storage import (
+from scheduler.framework import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     VOLUME_AVAILABLE,

@@ -9,15 +9,24 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from scheduler.api.objects import Pod
-from scheduler.api.storage import CLAIM_LOST, ephemeral_claim_error, has_claims, pod_claims
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import ClusterEventWithHint
-from scheduler.framework.interface import Handle, PreFilterExtensions, ScoreExtensions
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.framework import (
+    CLAIM_LOST,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    Handle,
+    NodeInfo,
+    Pod,
+    PreFilterExtensions,
+    PreFilterResult,
+    ScoreExtensions,
+    SignFragment,
+    Status,
+    ephemeral_claim_error,
+    has_claims,
+    pod_claims,
+    signers,
+)
 from scheduler.plugins.helper.storage import claim_not_found
 from scheduler.plugins.volume_binding import hints
 from scheduler.plugins.volume_binding.args import VolumeBindingArgs

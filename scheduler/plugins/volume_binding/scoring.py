@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scheduler.plugins.noderesources.shape import BrokenLinear
+from scheduler.plugins.helper.shape import BrokenLinear
 from scheduler.plugins.volume_binding.binder import PodVolumes
 
 MAX_UTILIZATION = 100

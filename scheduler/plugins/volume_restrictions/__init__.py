@@ -3,9 +3,18 @@ claims already in use; the code is in plugin.py."""
 
 from __future__ import annotations
 
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework import (
+    EnqueueExtensions,
+    FilterPlugin,
+    PluginSpec,
+    PreFilterPlugin,
+    SignPlugin,
+)
 from scheduler.plugins.volume_restrictions.plugin import NAME, VolumeRestrictions
 
-SPEC = PluginSpec(lambda _args, handle: VolumeRestrictions(handle))
+SPEC = PluginSpec(
+    lambda _args, handle: VolumeRestrictions(handle),
+    implements=(PreFilterPlugin, FilterPlugin, EnqueueExtensions, SignPlugin),
+)
 
 __all__ = ["NAME", "SPEC"]

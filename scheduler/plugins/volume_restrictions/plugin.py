@@ -9,23 +9,28 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.objects import Pod, PodVolume
-from scheduler.api.storage import READ_WRITE_ONCE_POD, PersistentVolumeClaim
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
+from scheduler.framework import (
     EVENT_ASSIGNED_POD_DELETE,
     EVENT_NODE_ADD,
+    READ_WRITE_ONCE_POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
+    Handle,
+    NodeInfo,
+    PersistentVolumeClaim,
+    Pod,
+    PodVolume,
+    PreFilterResult,
     QueueingHint,
+    SignFragment,
+    Status,
+    signers,
 )
-from scheduler.framework.interface import Handle
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
+from scheduler.plugins.helper.cycle_state import read_state
 from scheduler.plugins.helper.storage import claim_not_found
 
 NAME = "VolumeRestrictions"
@@ -35,6 +40,7 @@ ERR_REASON_RWOP_CONFLICT = (
     "in-use by another pod"
 )
 _STATE_KEY = "PreFilter" + NAME
+_STATE_ERROR = f'cannot read "{_STATE_KEY}" from cycleState'
 _SKIP = Status(Code.SKIP)
 
 #: The in-tree disks whose sharing between pods on one node is restricted.
@@ -198,10 +204,7 @@ class VolumeRestrictions:
         return self
 
     def _state(self, state: CycleState) -> _State | Status:
-        data = state.get(_STATE_KEY)
-        if not isinstance(data, _State):
-            return Status(Code.ERROR, f'cannot read "{_STATE_KEY}" from cycleState')
-        return data
+        return read_state(state, _STATE_KEY, _State, _STATE_ERROR)
 
     def add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo

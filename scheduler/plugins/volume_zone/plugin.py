@@ -11,26 +11,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.objects import Pod
-from scheduler.api.storage import (
+from scheduler.framework import (
     BINDING_WAIT_FOR_FIRST_CONSUMER,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    StorageClass,
-)
-from scheduler.framework import signers
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
     EventResource,
+    Handle,
+    NodeInfo,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PreFilterResult,
     QueueingHint,
+    SignFragment,
+    Status,
+    StorageClass,
+    signers,
 )
-from scheduler.framework.interface import Handle
-from scheduler.framework.signers import SignFragment
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PreFilterResult
 from scheduler.plugins.helper.storage import (
     claim_not_found,
     storage_class_not_found,

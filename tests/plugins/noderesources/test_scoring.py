@@ -11,11 +11,11 @@ from scheduler.api.objects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo
+from scheduler.plugins.helper.shape import BrokenLinear
 from scheduler.plugins.noderesources.resource_allocation import (
     balanced_resource_score,
     balanced_resource_score_matrix,
 )
-from scheduler.plugins.noderesources.shape import BrokenLinear
 from scheduler.testing import make_node, make_pod
 from tests.plugins.noderesources.helpers import build_balanced, build_fit, cluster
 

@@ -124,56 +124,24 @@ def check_list(raw: Any, path: str) -> list[Any]:
     return raw
 
 
-def check_int(raw: Mapping[str, Any], key: str, path: str) -> int:
-    """An int32 field (0 when absent), as the v1 types declare weights and shape points."""
-    value = raw.get(key, 0)
-    if value is None:
-        return 0
-    field_path = f"{path}.{key}" if path else key
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgsError(field_path, field.invalid(value, "must be an integer"))
+def check_int(raw: Mapping[str, Any], key: str, path: str, default: int = 0) -> int:
+    """An int32 field (`default` when absent or null), as the v1 types declare weights and
+    shape points."""
+    value = check_int64(raw, key, path, default)
     if not -(2**31) <= value < 2**31:
+        field_path = f"{path}.{key}" if path else key
         raise ArgsError(field_path, f"Invalid value: {value}: out of range for int32")
     return value
 
 
-#: A scoring shape's bounds (config.MaxCustomPriorityScore, utilization in percent).
-MAX_SHAPE_SCORE = 10
-MAX_SHAPE_UTILIZATION = 100
-
-
-def decode_shape(raw: Any, path: str) -> list[tuple[int, int]]:
-    """A `shape` list of {utilization, score} points (NodeResourcesFit's RequestedToCapacity
-    ratio, VolumeBinding's capacity score), strictly decoded."""
-    points = []
-    for i, item in enumerate(check_list(raw, path)):
-        point_path = f"{path}[{i}]"
-        point = check_object(item, point_path, ("utilization", "score"))
-        points.append(
-            (check_int(point, "utilization", point_path), check_int(point, "score", point_path))
+def check_int64(raw: Mapping[str, Any], key: str, path: str, default: int = 0) -> int:
+    """An int64 field (`default` when absent or null), such as a number of seconds; its range
+    is not checked."""
+    value = raw.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgsError(
+            f"{path}.{key}" if path else key, field.invalid(value, "must be an integer")
         )
-    return points
-
-
-def validate_shape(points: list[tuple[int, int]], path: str, errs: FieldErrors) -> None:
-    """validateFunctionShape: at least one point, utilization increasing, both in range."""
-    if not points:
-        errs.required(path, "at least one point must be specified")
-        return
-    for i in range(1, len(points)):
-        if points[i - 1][0] >= points[i][0]:
-            errs.invalid(
-                f"{path}[{i}].utilization",
-                points[i][0],
-                "values must be sorted in increasing order",
-            )
-            break
-    for i, (utilization, score) in enumerate(points):
-        if not 0 <= utilization <= MAX_SHAPE_UTILIZATION:
-            errs.invalid(
-                f"{path}[{i}].utilization",
-                utilization,
-                f"not in valid range [0, {MAX_SHAPE_UTILIZATION}]",
-            )
-        if not 0 <= score <= MAX_SHAPE_SCORE:
-            errs.invalid(f"{path}[{i}].score", score, f"not in valid range [0, {MAX_SHAPE_SCORE}]")
+    return value
