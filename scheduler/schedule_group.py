@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Protocol
 
 import structlog
 
@@ -36,8 +37,9 @@ from scheduler.api.gang import (
     GangRef,
     pod_group_condition_patch,
 )
-from scheduler.api.objects import replace_pod
+from scheduler.api.objects import Pod, replace_pod
 from scheduler.backend.api_dispatcher import POD_GROUP_STATUS_PATCH
+from scheduler.cycle_services import CycleServices
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.gang import GangMembers, PodGroupInfo
 from scheduler.framework.interface import GroupAssignments, ProposedAssignment
@@ -52,7 +54,7 @@ from scheduler.framework.types import (
     QueuedPodInfo,
 )
 from scheduler.logging import v_enabled
-from scheduler.schedule_one import Failure, ScheduleOne
+from scheduler.schedule_one import Failure
 
 log = structlog.get_logger(__name__)
 
@@ -166,11 +168,68 @@ def _kube_scheduler_messages(
     return GroupMessages(f"{text}{suffix}", members)
 
 
-class GroupCycle:
-    """Plugged into ScheduleOne by the Scheduler; reuses its steps."""
+class CycleSteps(Protocol):
+    """The steps of one pod's scheduling cycle that the group cycle runs for each member
+    (schedule_one.PodCycle's)."""
 
-    def __init__(self, one: ScheduleOne) -> None:
-        self.one = one
+    def new_cycle_state(self) -> CycleState: ...
+
+    def skip_pod_schedule(self, pod: Pod) -> bool: ...
+
+    def find_node(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pinfo: QueuedPodInfo,
+        start: float,
+        cycle: int,
+        *,
+        post_filter: bool = True,
+    ) -> ScheduleResult | Failure: ...
+
+    def assume_and_reserve(
+        self, fwk: Framework, state: CycleState, pinfo: QueuedPodInfo, result: ScheduleResult
+    ) -> QueuedPodInfo | Failure: ...
+
+    def permit_and_bind(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pinfo: QueuedPodInfo,
+        assumed: QueuedPodInfo,
+        result: ScheduleResult,
+        start: float,
+    ) -> None: ...
+
+    def fail(
+        self, fwk: Framework, pinfo: QueuedPodInfo, failure: Failure, start: float
+    ) -> None: ...
+
+    def unreserve_and_forget(
+        self, fwk: Framework, state: CycleState, pod: Pod, host: str
+    ) -> None: ...
+
+    def handle_scheduling_failure(
+        self,
+        fwk: Framework,
+        pinfo: QueuedPodInfo,
+        status: Status,
+        fit: FitError | None,
+        nominating: NominatingInfo | None,
+        start: float,
+        *,
+        update_nomination: bool = True,
+        message: str | None = None,
+    ) -> None: ...
+
+
+class GroupCycle:
+    """Handed to ScheduleOne by the Scheduler; runs the single-pod cycle's steps for each
+    member."""
+
+    def __init__(self, services: CycleServices, steps: CycleSteps) -> None:
+        self.s = services
+        self.steps = steps
         self._lock = threading.Lock()
         #: Groups whose last cycle ended below the quorum (kube_pysched_gang_groups_waiting).
         self._waiting: dict[GangRef, Framework] = {}
@@ -200,8 +259,7 @@ class GroupCycle:
                 self._waiting.pop(group.key, None)
 
     def __call__(self, fwk: Framework, group: PodGroupInfo, first: QueuedPodInfo) -> None:
-        one = self.one
-        queue = one.s.queue
+        queue = self.s.queue
         start = time.perf_counter()
         cycle = queue.scheduling_cycle  # first's; each member taken below adds one
         skip = first.pod.uid
@@ -248,7 +306,7 @@ class GroupCycle:
             status, reason = "False", REASON_UNSCHEDULABLE
         else:
             status, reason = "False", REASON_SCHEDULER_ERROR
-        s = self.one.s
+        s = self.s
         patch = pod_group_condition_patch(gang, status, reason, message, s.clock.now())
         if patch is None:
             return
@@ -262,7 +320,7 @@ class GroupCycle:
     def _run(
         self, fwk: Framework, group: PodGroupInfo, members: list[QueuedPodInfo], cycle: int
     ) -> str:
-        one = self.one
+        steps = self.steps
         placed: list[Placement] = []
         unplaced: list[Unplaced] = []
         tried: list[QueuedPodInfo] = []
@@ -271,17 +329,17 @@ class GroupCycle:
         try:
             for i, pinfo in enumerate(members):
                 reached = i
-                if i and one.skip_pod_schedule(pinfo.pod):
-                    one.s.queue.done(pinfo.pod.uid)
+                if i and steps.skip_pod_schedule(pinfo.pod):
+                    self.s.queue.done(pinfo.pod.uid)
                     continue
                 tried.append(pinfo)
                 start = time.perf_counter()
-                state = one.new_cycle_state()
-                found = one.find_node(fwk, state, pinfo, start, cycle + i, post_filter=False)
+                state = steps.new_cycle_state()
+                found = steps.find_node(fwk, state, pinfo, start, cycle + i, post_filter=False)
                 if isinstance(found, Failure):
                     unplaced.append(Unplaced(pinfo, found, start))
                     continue
-                assumed = one.assume_and_reserve(fwk, state, pinfo, found)
+                assumed = steps.assume_and_reserve(fwk, state, pinfo, found)
                 if isinstance(assumed, Failure):
                     unplaced.append(Unplaced(pinfo, assumed, start))
                     continue
@@ -292,7 +350,7 @@ class GroupCycle:
             self._revert(fwk, placed)
             status = Status.as_error(err)
             for pinfo in [*tried, *members[reached + 1 :]]:
-                one.handle_scheduling_failure(
+                steps.handle_scheduling_failure(
                     fwk, pinfo, status, None, CLEAR_NOMINATED_NODE, time.perf_counter()
                 )
             self._set_condition(fwk, group, metrics.ERROR, status.message())
@@ -315,11 +373,11 @@ class GroupCycle:
                 default=None,
             )
             if first is not None:
-                metrics.gang_wait.observe(max(one.s.clock.now() - first, 0.0))
+                metrics.gang_wait.observe(max(self.s.clock.now() - first, 0.0))
             for p in placed:
-                one.permit_and_bind(fwk, p.state, p.pinfo, p.assumed, p.result, p.start)
+                steps.permit_and_bind(fwk, p.state, p.pinfo, p.assumed, p.result, p.start)
             for u in unplaced:
-                one.fail(fwk, u.pinfo, u.failure, u.start)
+                steps.fail(fwk, u.pinfo, u.failure, u.start)
             self._set_condition(fwk, group, metrics.SCHEDULED, "")
             return metrics.SCHEDULED
 
@@ -346,13 +404,13 @@ class GroupCycle:
             *((u.pinfo, u.start) for u in unplaced),
         ]:
             uid = pinfo.pod.uid
-            fit = _group_fit(pinfo, group, len(one.s.snapshot), own_fits.get(uid))
+            fit = _group_fit(pinfo, group, len(self.s.snapshot), own_fits.get(uid))
             nominating = (
                 NominatingInfo(nominations[uid], NominatingMode.OVERRIDE)
                 if nominations.get(uid)
                 else CLEAR_NOMINATED_NODE
             )
-            one.handle_scheduling_failure(
+            steps.handle_scheduling_failure(
                 fwk, pinfo, status, fit, nominating, start, message=messages.member(uid)
             )
         result = metrics.ERROR if errors else metrics.UNSCHEDULABLE
@@ -365,9 +423,9 @@ class GroupCycle:
         """Asks the profile's PodGroupPostFilter plugins to make room for the whole group, on
         the snapshot without this attempt's placements, inside a simulation that undoes what
         they change. The first that succeeds decides."""
-        one = self.one
-        snapshot = one.s.snapshot
-        one.s.cache.update_snapshot(snapshot)
+        steps = self.steps
+        snapshot = self.s.snapshot
+        self.s.cache.update_snapshot(snapshot)
         already = fwk.gang_members(group.key).placed
 
         def schedule_group() -> GroupAssignments:
@@ -376,9 +434,9 @@ class GroupCycle:
             assignments: list[ProposedAssignment] = []
             try:
                 for i, pinfo in enumerate(tried):
-                    state = one.new_cycle_state()
+                    state = steps.new_cycle_state()
                     try:
-                        result = one.s.algorithm.schedule_pod(fwk, state, pinfo, cycle + i)
+                        result = self.s.algorithm.schedule_pod(fwk, state, pinfo, cycle + i)
                     except (FitError, NoNodesAvailableError):
                         continue
                     except SchedulingError as err:
@@ -420,7 +478,7 @@ class GroupCycle:
     def _revert(self, fwk: Framework, placed: list[Placement]) -> None:
         """Unreserves and forgets the placements, the last first."""
         for p in reversed(placed):
-            self.one.unreserve_and_forget(fwk, p.state, p.assumed.pod, p.result.suggested_host)
+            self.steps.unreserve_and_forget(fwk, p.state, p.assumed.pod, p.result.suggested_host)
         if placed and fwk.batch is not None:
             fwk.batch.discard()
 

@@ -7,6 +7,9 @@ Permit run, and binding is handed to a worker so the next cycle starts at once. 
 cycle (WaitOnPermit, PreBind, Bind, PostBind) runs on that worker. Any failure unreserves and
 forgets the assumed pod and hands it to `handle_scheduling_failure`: requeued with the plugins
 that rejected it, a FailedScheduling event and a PodScheduled=False status patch.
+
+`ScheduleOne` routes a popped pod: a member of a pod group to the group cycle (schedule_group),
+any other pod through `PodCycle`, whose steps the group cycle runs for each member.
 """
 
 from __future__ import annotations
@@ -15,28 +18,22 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Executor
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
 from scheduler import metrics
-from scheduler.algorithm import (
-    NoNodesAvailableError,
-    ScheduleResult,
-    SchedulingAlgorithm,
-    SchedulingError,
-)
+from scheduler.algorithm import NoNodesAvailableError, ScheduleResult, SchedulingError
 from scheduler.api.conditions import condition_update
 from scheduler.api.objects import Pod, replace_pod
-from scheduler.backend.api_dispatcher import POD_BINDING, POD_STATUS_PATCH, ApiDispatcher
-from scheduler.backend.cache import Cache, CacheError, Snapshot
-from scheduler.clock import Clock
+from scheduler.backend.api_dispatcher import POD_BINDING, POD_STATUS_PATCH
+from scheduler.backend.cache import CacheError
+from scheduler.cycle_services import CycleServices
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import EVENT_ASSIGNED_POD_DELETE
 from scheduler.framework.gang import PodGroupInfo
-from scheduler.framework.interface import ApiActions, EventRecorder
+from scheduler.framework.interface import ApiActions
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import (
@@ -49,32 +46,12 @@ from scheduler.framework.types import (
 )
 from scheduler.logging import debug_enabled, v_enabled
 
-if TYPE_CHECKING:
-    from scheduler.backend.queue import SchedulingQueue
-
 log = structlog.get_logger(__name__)
 
 BINDING = "binding"
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 
-PodLookup = Callable[[str], "Pod | None"]
 _SKIP = Status(Code.SKIP)
-
-
-@dataclass(frozen=True, slots=True)
-class CycleServices:
-    """What the scheduling and binding cycles use; the Scheduler owns their lifecycles."""
-
-    cache: Cache
-    queue: SchedulingQueue
-    snapshot: Snapshot
-    algorithm: SchedulingAlgorithm
-    dispatcher: ApiDispatcher
-    api: ApiActions
-    recorder: EventRecorder
-    pod_lookup: PodLookup
-    clock: Clock
-    binding_pool: Executor
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,20 +67,26 @@ class Failure:
         return self.fit.message() if self.fit is not None else self.status.message()
 
 
-#: The group cycle (schedule_group.GroupCycle), which the Scheduler plugs in: a popped pod that
-#: is a member of a pod group is scheduled with its pending siblings, all or none.
+#: The group cycle (schedule_group.GroupCycle), which the Scheduler hands to ScheduleOne: a
+#: popped pod that is a member of a pod group is scheduled with its pending siblings, all or none.
 GroupCycleFn = Callable[[Framework, PodGroupInfo, QueuedPodInfo], None]
 
 
 class ScheduleOne:
-    """Schedules one popped pod: scheduling cycle here, binding cycle on a binding worker."""
+    """Takes one popped pod to its profile, then to the group cycle when it is a member of a
+    pod group, else through its own scheduling cycle (`PodCycle`)."""
 
-    def __init__(self, services: CycleServices, profiles: Mapping[str, Framework]) -> None:
+    def __init__(
+        self,
+        services: CycleServices,
+        profiles: Mapping[str, Framework],
+        steps: PodCycle,
+        group_cycle: GroupCycleFn | None = None,
+    ) -> None:
         self.s = services
         self.profiles = profiles
-        self.group_cycle: GroupCycleFn | None = None
-        self._binding_running = metrics.goroutines.labels(BINDING)
-        self._rng = random.Random()
+        self.steps = steps
+        self.group_cycle = group_cycle
 
     def schedule(self, pinfo: QueuedPodInfo) -> None:
         pod = pinfo.pod
@@ -112,7 +95,7 @@ class ScheduleOne:
             log.error("profile not found for scheduler name", pod=pod.key, name=pod.scheduler_name)
             self.s.queue.done(pod.uid)
             return
-        if self.skip_pod_schedule(pod):
+        if self.steps.skip_pod_schedule(pod):
             self.s.queue.done(pod.uid)
             return
         if fwk.pod_group_plugins and self.group_cycle is not None:
@@ -120,6 +103,20 @@ class ScheduleOne:
             if group is not None:
                 self.group_cycle(fwk, group, pinfo)
                 return
+        self.steps.run(fwk, pinfo)
+
+
+class PodCycle:
+    """One pod's scheduling cycle here, its binding cycle on a binding worker; the group cycle
+    runs its steps for each member (schedule_group.CycleSteps)."""
+
+    def __init__(self, services: CycleServices) -> None:
+        self.s = services
+        self._binding_running = metrics.goroutines.labels(BINDING)
+        self._rng = random.Random()
+
+    def run(self, fwk: Framework, pinfo: QueuedPodInfo) -> None:
+        pod = pinfo.pod
         if debug_enabled():
             log.debug("attempting to schedule pod", pod=pod.key)
         start = time.perf_counter()

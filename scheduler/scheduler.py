@@ -18,10 +18,11 @@ from scheduler.algorithm import SchedulingAlgorithm
 from scheduler.backend.api_dispatcher import ApiDispatcher
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.clock import Clock
+from scheduler.cycle_services import CycleServices, PodLookup
 from scheduler.framework.interface import ApiActions, EventRecorder
 from scheduler.framework.runtime import Framework
 from scheduler.schedule_group import GroupCycle
-from scheduler.schedule_one import CycleServices, PodLookup, ScheduleOne
+from scheduler.schedule_one import PodCycle, ScheduleOne
 
 if TYPE_CHECKING:
     from scheduler.backend.queue import SchedulingQueue
@@ -58,22 +59,22 @@ class Scheduler:
         self.profiles = profiles
         self.dispatcher = ApiDispatcher(api_workers)
         self._binding_pool = ThreadPoolExecutor(binding_workers, thread_name_prefix="binding")
-        self.schedule_one_pod = ScheduleOne(
-            CycleServices(
-                cache=cache,
-                queue=queue,
-                snapshot=snapshot,
-                algorithm=SchedulingAlgorithm(snapshot, percentage_of_nodes_to_score),
-                dispatcher=self.dispatcher,
-                api=api,
-                recorder=recorder,
-                pod_lookup=pod_lookup,
-                clock=clock,
-                binding_pool=self._binding_pool,
-            ),
-            profiles,
+        services = CycleServices(
+            cache=cache,
+            queue=queue,
+            snapshot=snapshot,
+            algorithm=SchedulingAlgorithm(snapshot, percentage_of_nodes_to_score),
+            dispatcher=self.dispatcher,
+            api=api,
+            recorder=recorder,
+            pod_lookup=pod_lookup,
+            clock=clock,
+            binding_pool=self._binding_pool,
         )
-        self.schedule_one_pod.group_cycle = GroupCycle(self.schedule_one_pod)
+        steps = PodCycle(services)
+        self.schedule_one_pod = ScheduleOne(
+            services, profiles, steps, group_cycle=GroupCycle(services, steps)
+        )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

@@ -20,6 +20,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -93,6 +94,46 @@ def _until(deadline: float | None, delay: float) -> float:
     if deadline is None:
         return delay
     return max(0.0, min(delay, deadline - time.monotonic()))
+
+
+@dataclass(slots=True)
+class _Call:
+    """One request_raw call across its attempts: what is sent, and what its retries used up."""
+
+    method: str
+    target: str
+    body: bytes | None
+    content_type: str | None
+    read_timeout: float
+    within: float | None
+    deadline: float | None
+    attempts: int = 0  # retries after transport failures
+    retry_afters: int = 0  # retries the server asked for
+    auth_retried: bool = False
+    backoff: Backoff | None = None
+
+    @property
+    def verb(self) -> bytes:
+        return self.method.encode()
+
+    @property
+    def request_size(self) -> int:
+        return len(self.body) if self.body is not None else 0
+
+    def attempt_timeouts(self) -> float | None:
+        """Before an attempt: its connect timeout, and its read timeout cut to what is left
+        of `within`; raises once nothing is left."""
+        if self.deadline is None:
+            return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise ApiConnectionError(
+                f"{self.method} {self.target}: no response within {self.within:g}s",
+                refused=False,
+                request_sent=self.attempts > 0,
+            )
+        self.read_timeout = min(self.read_timeout, left)
+        return self.read_timeout
 
 
 class RestClient:
@@ -197,6 +238,25 @@ class RestClient:
             cache[method] = child
         child.observe(seconds)
 
+    def _observe_duration(self, method: str, start: float) -> None:
+        self._observe(
+            self._durations,
+            metrics.rest_client_request_duration,
+            method,
+            time.perf_counter() - start,
+        )
+
+    def _observe_response_size(self, method: str, size: int) -> None:
+        self._observe(self._response_sizes, metrics.rest_client_response_size, method, size)
+
+    def _record_attempt(self, call: _Call, code: str, start: float) -> None:
+        """The request families of one attempt: duration, count by code, request size."""
+        self._observe_duration(call.method, start)
+        self._count(code, call.method)
+        self._observe(
+            self._request_sizes, metrics.rest_client_request_size, call.method, call.request_size
+        )
+
     def _throttle(self, method: str, target: str) -> None:
         if self.rate_limiter is None:
             return
@@ -257,92 +317,89 @@ class RestClient:
             )
         if body is not None and content_type is None:
             content_type = JSON
-        read_timeout = self._timeout if timeout is None else timeout
-        deadline = None if within is None else time.monotonic() + within
-        verb = method.encode()
-        request_size = len(body) if body is not None else 0
-        backoff: Backoff | None = None
-        attempts = 0
-        retry_after_count = 0
-        auth_retried = False
+        call = _Call(
+            method,
+            target,
+            body,
+            content_type,
+            read_timeout=self._timeout if timeout is None else timeout,
+            within=within,
+            deadline=None if within is None else time.monotonic() + within,
+        )
         while True:
-            connect_timeout = None
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise ApiConnectionError(
-                        f"{method} {target}: no response within {within:g}s",
-                        refused=False,
-                        request_sent=attempts > 0,
-                    )
-                read_timeout = connect_timeout = min(read_timeout, left)
-            self._throttle(method, target)
-            head = self._head(method, target, content_type, body)
-            start = time.perf_counter()
+            connect_timeout = call.attempt_timeouts()
             try:
-                resp = self._pool.request(verb, head, body, read_timeout, connect_timeout)
+                resp = self._attempt(call, connect_timeout)
             except ApiConnectionError as err:
-                self._observe(
-                    self._durations,
-                    metrics.rest_client_request_duration,
-                    method,
-                    time.perf_counter() - start,
-                )
-                self._count("<error>", method)
-                self._observe(
-                    self._request_sizes, metrics.rest_client_request_size, method, request_size
-                )
-                safe = not err.request_sent or method in IDEMPOTENT_VERBS
-                if safe and attempts < self._max_retries:
-                    self._count_retry("<error>", method)
-                    attempts += 1
-                    if backoff is None:
-                        backoff = self._new_backoff()
-                    log.debug(
-                        "retrying after connection error", verb=method, url=target, error=str(err)
-                    )
-                    self._sleep(_until(deadline, backoff.step()))
+                if self._retry_after_error(call, err):
                     continue
                 raise
-            status = resp.status
-            self._observe(
-                self._durations,
-                metrics.rest_client_request_duration,
-                method,
-                time.perf_counter() - start,
-            )
-            code = str(status)
-            self._count(code, method)
-            self._observe(
-                self._request_sizes, metrics.rest_client_request_size, method, request_size
-            )
-            if status < 300:
-                self._observe(
-                    self._response_sizes, metrics.rest_client_response_size, method, len(resp.body)
-                )
-                return status, resp.body
-            retry_after = _retry_after(resp)
-            if (
-                retry_after is not None
-                and (status == 429 or status >= 500)
-                and retry_after_count < MAX_RETRY_AFTER_RETRIES
-            ):
-                retry_after_count += 1
-                self._count_retry(code, method)
-                log.debug("retrying as the server asked", verb=method, url=target, status=status)
-                self._sleep(_until(deadline, retry_after))
+            if resp.status < 300:
+                self._observe_response_size(method, len(resp.body))
+                return resp.status, resp.body
+            if self._retry_after_response(call, resp):
                 continue
-            if status == 401 and not auth_retried:
-                auth_retried = True
-                self.config.auth.invalidate()
-                if self.config.auth() is not self._headers_auth:
-                    self._count_retry(code, method)
-                    continue
             if resp.body:
-                self._observe(
-                    self._response_sizes, metrics.rest_client_response_size, method, len(resp.body)
-                )
-            raise ApiError.from_response(status, _decode_error_body(resp.body), retry_after)
+                self._observe_response_size(method, len(resp.body))
+            raise ApiError.from_response(
+                resp.status, _decode_error_body(resp.body), _retry_after(resp)
+            )
+
+    def _attempt(self, call: _Call, connect_timeout: float | None) -> Response:
+        """One throttled attempt, its duration, count and request size recorded."""
+        self._throttle(call.method, call.target)
+        head = self._head(call.method, call.target, call.content_type, call.body)
+        start = time.perf_counter()
+        try:
+            resp = self._pool.request(
+                call.verb, head, call.body, call.read_timeout, connect_timeout
+            )
+        except ApiConnectionError:
+            self._record_attempt(call, "<error>", start)
+            raise
+        self._record_attempt(call, str(resp.status), start)
+        return resp
+
+    def _retry_after_error(self, call: _Call, err: ApiConnectionError) -> bool:
+        """After a transport failure: backs off and says to retry when that is safe (the
+        request never left, or its verb is idempotent) and retries are left."""
+        method = call.method
+        safe = not err.request_sent or method in IDEMPOTENT_VERBS
+        if not safe or call.attempts >= self._max_retries:
+            return False
+        self._count_retry("<error>", method)
+        call.attempts += 1
+        if call.backoff is None:
+            call.backoff = self._new_backoff()
+        log.debug("retrying after connection error", verb=method, url=call.target, error=str(err))
+        self._sleep(_until(call.deadline, call.backoff.step()))
+        return True
+
+    def _retry_after_response(self, call: _Call, resp: Response) -> bool:
+        """After an error status: waits and says to retry when the server asked (429 or 5xx
+        with Retry-After), or at once after a 401 when re-read credentials changed."""
+        status = resp.status
+        code = str(status)
+        retry_after = _retry_after(resp)
+        if (
+            retry_after is not None
+            and (status == 429 or status >= 500)
+            and call.retry_afters < MAX_RETRY_AFTER_RETRIES
+        ):
+            call.retry_afters += 1
+            self._count_retry(code, call.method)
+            log.debug(
+                "retrying as the server asked", verb=call.method, url=call.target, status=status
+            )
+            self._sleep(_until(call.deadline, retry_after))
+            return True
+        if status == 401 and not call.auth_retried:
+            call.auth_retried = True
+            self.config.auth.invalidate()
+            if self.config.auth() is not self._headers_auth:
+                self._count_retry(code, call.method)
+                return True
+        return False
 
     def request(
         self,
@@ -419,12 +476,7 @@ class RestClient:
         except ApiConnectionError:
             self._count("<error>", "GET")
             raise
-        self._observe(
-            self._durations,
-            metrics.rest_client_request_duration,
-            "GET",
-            time.perf_counter() - start,
-        )
+        self._observe_duration("GET", start)
         self._count(str(resp.status), "GET")
         if resp.status < 300:
             return resp

@@ -132,35 +132,67 @@ class App:
     registry: Registry = field(default_factory=full_registry)
 
     def __post_init__(self) -> None:
-        config = self.options.config
-        conn = config.client_connection
-        client_config = load_client_config(
+        """Builds the process; each step uses what the steps before it built. Nothing is
+        started here (`start` does that)."""
+        binding_workers = max(BINDING_WORKERS, self.options.config.parallelism)
+        self._init_lifecycle_state()
+        self._build_clients(binding_workers)
+        self._build_cache()
+        self._apply_process_policies()
+        self._build_handle_informers()
+        self._build_profiles()
+        self._build_pod_and_node_informers()
+        self._wire_event_handlers()
+        self._build_scheduler(binding_workers)
+        self.servers = self._build_servers()
+
+    def _init_lifecycle_state(self) -> None:
+        #: Built on a plugin's first request while plugins are built (`_storage_lister`).
+        self.storage: StorageInformers | None = None
+        #: Likewise (`_gang_lister`).
+        self.gangs: GangInformers | None = None
+        self._plugins_built = False
+        self.elector: LeaderElector | None = None
+        self.stopped = threading.Event()
+        self._informers_started = False
+        self._scheduling = False
+        self.lost_lease = False
+
+    def _build_clients(self, binding_workers: int) -> None:
+        conn = self.options.config.client_connection
+        self.client_config = load_client_config(
             conn.kubeconfig or None,
             master=self.options.master or None,
             qps=conn.qps,
             burst=conn.burst,
             user_agent=f"kube-pysched/{__version__}",
         )
-        self.client_config = client_config
-        binding_workers = max(BINDING_WORKERS, config.parallelism)
         # Bindings, preemption calls, the dispatcher and reads share these connections: one per
         # binding worker and as many again for the rest. Keeping as many alive as can be busy at
         # once spares the API server a TLS handshake per request.
-        self.rest = RestClient(client_config, max_connections=2 * binding_workers)
+        self.rest = RestClient(self.client_config, max_connections=2 * binding_workers)
         self.api = KubeApi(self.rest)
         # Events get their own client and rate limit, as kube-scheduler's event broadcaster, and
         # as many writers as binding workers: every bound pod writes a Scheduled Event, so fewer
         # writers would leave Events to drain after the pods are bound.
         self.recorder = EventRecorder(
-            KubeApi(RestClient(client_config, max_connections=binding_workers)),
+            KubeApi(RestClient(self.client_config, max_connections=binding_workers)),
             senders=binding_workers,
         )
+
+    def _build_cache(self) -> None:
         self.cache = Cache()
         self.cache.export_metrics()
         self.snapshot = Snapshot()
+
+    def _apply_process_policies(self) -> None:
+        """The feature gates' metrics and the garbage collector's policy."""
         self.features = self.options.feature_gates
         metrics.apply_feature_gates(self.features)
         gc_pauses.POLICY.install()
+
+    def _build_handle_informers(self) -> None:
+        """The informers plugins read through their Handle."""
         self.pdbs: Informer[PodDisruptionBudget] = pdb_informer(self.rest)
         self.namespaces: Informer[Namespace] = namespace_informer(self.rest)
         # Selectors for PodTopologySpread's default constraints (helper.DefaultSelector).
@@ -169,13 +201,18 @@ class App:
         self.workloads: dict[str, Informer[Workload]] = {
             kind: workload_informer(self.rest, kind) for kind in WORKLOADS
         }
+
+    def _build_profiles(self) -> None:
+        """The frameworks (their plugins may ask for the storage and PodGroup informers) and
+        the queue they share."""
+        config = self.options.config
         services = FrameworkServices(
             snapshot=lambda: self.snapshot,
             api=self.api,
             event_recorder=self.recorder,
             features=self.features,
             pdbs=self.pdbs.list,
-            pod_lookup=lambda key: self.pods.get(key),  # noqa: PLW0108 (pods is built below)
+            pod_lookup=lambda key: self.pods.get(key),  # noqa: PLW0108 (pods is built later)
             namespace_lookup=self.namespaces.get,
             namespace_list=self.namespaces.list,
             services=self._services_by_namespace.list,
@@ -187,9 +224,6 @@ class App:
             node_generation=self.cache.node_generation,
             watched_gangs=lambda: self.gangs,
         )
-        self.storage: StorageInformers | None = None
-        self.gangs: GangInformers | None = None
-        self._plugins_built = False
         self.frameworks = build_frameworks(config, self.registry, services)
         self.queue = build_queue(
             self.frameworks,
@@ -197,6 +231,9 @@ class App:
             self.features,
             self.options.pod_max_in_unschedulable_pods_duration,
         )
+
+    def _build_pod_and_node_informers(self) -> None:
+        """After the profiles: the pod informer's transform keeps what their plugins read."""
         self.pods: Informer[Pod] = pod_informer(
             self.rest,
             PodTransform(
@@ -204,6 +241,9 @@ class App:
             ),
         )
         self.nodes: Informer[Node] = node_informer(self.rest, transform_node)
+
+    def _wire_event_handlers(self) -> None:
+        """Informers to cache and queue; from here on no plugin may ask for an informer."""
         handlers = EventHandlers(self.cache, self.queue, self.frameworks)
         self._plugins_built = True
         if self.storage is not None:
@@ -223,6 +263,8 @@ class App:
         self.pods.add_event_handler(
             handlers.on_pod_add, handlers.on_pod_update, handlers.on_pod_delete
         )
+
+    def _build_scheduler(self, binding_workers: int) -> None:
         self.scheduler = Scheduler(
             cache=self.cache,
             queue=self.queue,
@@ -232,15 +274,9 @@ class App:
             recorder=self.recorder,
             pod_lookup=self.pods.get,
             clock=RealClock(),
-            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score or 0,
+            percentage_of_nodes_to_score=self.options.config.percentage_of_nodes_to_score or 0,
             binding_workers=binding_workers,
         )
-        self.elector: LeaderElector | None = None
-        self.stopped = threading.Event()
-        self._informers_started = False
-        self._scheduling = False
-        self.lost_lease = False
-        self.servers = self._build_servers()
 
     def _build_servers(self) -> list[HealthServer]:
         """The secure port (unless --secure-port=0), then the plain loopback one (--port)."""

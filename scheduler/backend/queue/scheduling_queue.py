@@ -7,7 +7,6 @@ cluster events; run() starts the periodic flushes.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,6 +22,7 @@ from scheduler.backend.queue.flusher import PeriodicFlusher
 from scheduler.backend.queue.heap import LessFn, PodHeap, SortKeyFn, active_sort_key
 from scheduler.backend.queue.hints import QueueingHints, Strategy
 from scheduler.backend.queue.in_flight import InFlightTracker
+from scheduler.backend.queue.moves import ACTIVE, BACKOFF, UNSCHEDULABLE, QueueMoves
 from scheduler.backend.queue.nominator import Nominator
 from scheduler.backend.queue.pre_enqueue import PreEnqueueRunner
 from scheduler.backend.queue.queue_metrics import QueueMetrics
@@ -35,7 +35,6 @@ from scheduler.framework.events import (
     EVENT_FORCE_ACTIVATE,
     EVENT_UNSCHEDULABLE_TIMEOUT,
     EVENT_UNSCHEDULED_POD_ADD,
-    EVENT_UNSCHEDULED_POD_UPDATE,
     FORCE_ACTIVATE,
     POP_FROM_BACKOFF_Q,
     SCHEDULE_ATTEMPT_FAILURE,
@@ -57,17 +56,8 @@ DEFAULT_POD_INITIAL_BACKOFF = 1.0
 DEFAULT_POD_MAX_BACKOFF = 10.0
 DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION = 300.0
 
-ACTIVE = "active"
-BACKOFF = "backoff"
-UNSCHEDULABLE = "unschedulable"
-
 _EVENT_ASSIGNED_POD_SCALE_DOWN = ClusterEvent(
     EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN
-)
-# Pod fields that are status or bookkeeping, ignored when deciding whether an update matters
-# (legacy, hints off: isPodUpdated).
-_STATUS_FIELDS = frozenset(
-    {"resource_version", "phase", "nominated_node_name", "start_time", "conditions"}
 )
 
 
@@ -79,15 +69,6 @@ class QueueProfile:
     events_to_register: Mapping[str, Sequence[ClusterEventWithHint]]
     # The profile's pod signer (Framework.sign_pod), for opportunistic batching.
     sign_pod: Callable[[Pod], bytes | None] | None = None
-
-
-def _pod_updated(old: Pod, new: Pod) -> bool:
-    """Whether anything but status/resourceVersion changed."""
-    return any(
-        getattr(old, f.name) != getattr(new, f.name)
-        for f in dataclasses.fields(Pod)
-        if f.name not in _STATUS_FIELDS
-    )
 
 
 class SchedulingQueue:
@@ -145,6 +126,18 @@ class SchedulingQueue:
             self._hints.plugin_events,
             self._metrics,
         )
+        self._moves = QueueMoves(
+            clock=clock,
+            active=self._active,
+            backoff=self._backoff,
+            unschedulable=self._unschedulable,
+            in_flight=self._in_flight,
+            hints=self._hints,
+            pre_enqueue=self._pre_enqueue,
+            queue_metrics=self._metrics,
+            pop_from_backoff_q=self._pop_from_backoff_q,
+            hints_enabled=self._hints_enabled,
+        )
         self._nominator = Nominator()
 
         self._flusher: PeriodicFlusher | None = None
@@ -191,7 +184,7 @@ class SchedulingQueue:
     def _add_locked(self, pod: Pod) -> None:
         pinfo = QueuedPodInfo(pod=pod, timestamp=self._clock.now(), pod_signature=self._sign(pod))
         self._nominator.add_nominated_pod(pod, None)
-        if self._move_to_active(pinfo, EVENT_UNSCHEDULED_POD_ADD.label, from_backoff=False):
+        if self._moves.to_active(pinfo, EVENT_UNSCHEDULED_POD_ADD.label, from_backoff=False):
             self._cond.notify_all()
 
     def update(self, old: Pod, new: Pod) -> None:
@@ -229,28 +222,7 @@ class SchedulingQueue:
         pinfo.pod = new
         pinfo.pod_signature = self._sign(new)
         self._nominator.update_nominated_pod(old, new)
-        if not self._hints_enabled:
-            self._legacy_update_unschedulable(pinfo, old, new)
-            return
-        for event in events:
-            strategy = self._hints.worth_requeuing(pinfo, event, old, new)
-            queue = self._requeue(pinfo, strategy, event.label)
-            if queue != UNSCHEDULABLE:
-                log.debug("pod moved because it was updated", pod=new.key, queue=queue)
-                if queue == ACTIVE or self._pop_from_backoff_q:
-                    self._cond.notify_all()
-                break
-
-    def _legacy_update_unschedulable(self, pinfo: QueuedPodInfo, old: Pod, new: Pod) -> None:
-        """Hints off: any meaningful change retries the pod."""
-        if not _pod_updated(old, new):
-            self._unschedulable.add_or_update(pinfo)
-            return
-        label = EVENT_UNSCHEDULED_POD_UPDATE.label
-        if self._backoff.is_backing_off(pinfo):
-            if self._move_to_backoff(pinfo, label) and self._pop_from_backoff_q:
-                self._cond.notify_all()
-        elif self._move_to_active(pinfo, label, from_backoff=False):
+        if self._moves.after_update(pinfo, old, new, events):
             self._cond.notify_all()
 
     def delete(self, pod: Pod) -> None:
@@ -285,7 +257,7 @@ class SchedulingQueue:
                             None, pod, [EVENT_FORCE_ACTIVATE]
                         )
                     continue
-                if self._move_to_active(pinfo, FORCE_ACTIVATE, from_backoff):
+                if self._moves.to_active(pinfo, FORCE_ACTIVATE, from_backoff):
                     activated = True
             if activated:
                 self._cond.notify_all()
@@ -419,12 +391,12 @@ class SchedulingQueue:
             self._metrics.unschedulable_reason(plugin, pod.scheduler_name).inc()
 
         if self._hints_enabled:
-            strategy = self._strategy_for_in_flight_pod(pinfo)
+            strategy = self._moves.strategy_for_in_flight_pod(pinfo)
         elif self._move_request_cycle >= scheduling_cycle or not rejectors:
             strategy = Strategy.AFTER_BACKOFF
         else:
             strategy = Strategy.SKIP
-        queue = self._requeue(pinfo, strategy, SCHEDULE_ATTEMPT_FAILURE)
+        queue = self._moves.requeue(pinfo, strategy, SCHEDULE_ATTEMPT_FAILURE)
         if debug_enabled():
             log.debug(
                 "pod moved to an internal scheduling queue",
@@ -437,25 +409,6 @@ class SchedulingQueue:
         if queue == ACTIVE or (queue == BACKOFF and self._pop_from_backoff_q):
             self._cond.notify_all()
         return True
-
-    def _strategy_for_in_flight_pod(self, pinfo: QueuedPodInfo) -> Strategy:
-        """Replays the events recorded during the pod's cycle through its rejectors' hints."""
-        if not pinfo.unschedulable_plugins and not pinfo.pending_plugins:
-            return Strategy.AFTER_BACKOFF
-        events = self._in_flight.events_for(pinfo.pod.uid)
-        if events is None:
-            log.error("in-flight pod not found in the scheduling queue", pod=pinfo.pod.key)
-            return Strategy.AFTER_BACKOFF
-        strategy = Strategy.SKIP
-        for e in events:
-            hint = self._hints.worth_requeuing(pinfo, e.event, e.old_obj, e.new_obj)
-            if hint == Strategy.IMMEDIATELY:
-                return hint
-            if hint == Strategy.AFTER_BACKOFF:
-                strategy = hint
-                if not pinfo.pending_plugins:
-                    return strategy
-        return strategy
 
     # --- cluster events ----------------------------------------------------------------------
 
@@ -502,57 +455,13 @@ class SchedulingQueue:
             return
         # The pods' metric writes are made once per label child when the loop ends.
         with self._metrics.writes.deferred():
-            activated = self._move_each(pods, event, old_obj, new_obj)
+            activated = self._moves.for_event(pods, event, old_obj, new_obj)
         if self._hints_enabled:
             self._in_flight.add_event_if_any_in_flight(event, old_obj, new_obj)
         else:
             self._move_request_cycle = self._cycle
         if activated:
             self._cond.notify_all()
-
-    def _move_each(
-        self,
-        pods: list[QueuedPodInfo],
-        event: ClusterEvent,
-        old_obj: Any,
-        new_obj: Any,
-    ) -> bool:
-        """_move_pods' loop: requeues the pods the event may help; True if any became
-        poppable."""
-        wildcard = event.is_wildcard()
-        label = event.label
-        # Whether the event concerns pods gated by a plugin: the same for every pod it gates.
-        gate_opens: dict[str, bool] = {}
-        worth_requeuing = self._hints.for_event(event, old_obj, new_obj)
-        # One backoff window for the whole move: a pod's backoff is judged at the event.
-        window = self._backoff.align(self._clock.now())
-        activated = False
-        for pinfo in pods:
-            gating = pinfo.gating_plugin
-            if gating and not wildcard:
-                opens = gate_opens.get(gating)
-                if opens is None:
-                    opens = any(reg.matches(event) for reg in pinfo.gating_plugin_events)
-                    gate_opens[gating] = opens
-                if not opens:
-                    continue
-                # A gate still closed keeps the pod here whatever the hints say: kube-scheduler
-                # asks them first and parks the pod again, which cost a preemptor waiting for
-                # its preemption's calls a hint and a move per deletion. An open gate leaves the
-                # pod as it was for the hints to decide.
-                events = pinfo.gating_plugin_events
-                self._pre_enqueue.run(pinfo)
-                if pinfo.gated:
-                    continue
-                pinfo.gating_plugin, pinfo.gating_plugin_events = gating, events
-            strategy = worth_requeuing(pinfo)
-            if strategy is Strategy.SKIP:
-                continue
-            self._unschedulable.delete(pinfo.pod.uid)
-            queue = self._requeue(pinfo, strategy, label, window)
-            if queue == ACTIVE or (queue == BACKOFF and self._pop_from_backoff_q):
-                activated = True
-        return activated
 
     # --- flushes -----------------------------------------------------------------------------
 
@@ -561,7 +470,7 @@ class SchedulingQueue:
         with self._lock:
             activated = False
             for pinfo in self._backoff.pop_all_completed():
-                if self._move_to_active(pinfo, BACKOFF_COMPLETE, from_backoff=True):
+                if self._moves.to_active(pinfo, BACKOFF_COMPLETE, from_backoff=True):
                     activated = True
             if activated:
                 self._cond.notify_all()
@@ -608,70 +517,6 @@ class SchedulingQueue:
             flusher = self._flusher
         if flusher is not None:
             flusher.stop()
-
-    # --- moves between queues ----------------------------------------------------------------
-
-    def _requeue(
-        self, pinfo: QueuedPodInfo, strategy: Strategy, event: str, window: float | None = None
-    ) -> str:
-        """requeuePodWithQueueingStrategy: the queue the pod ended up in. `window`: the
-        backoff window to judge the pod's backoff in (default: now's)."""
-        # The queue the strategy names: a pod that lands there is not a new queued entity for
-        # scheduler_queue_incoming_entities_total (kube-scheduler's recordIncomingEntitiesMetrics).
-        if strategy == Strategy.SKIP:
-            if self._unschedulable.add_or_update(pinfo):
-                self._metrics.incoming(UNSCHEDULABLE, event, UNSCHEDULABLE)
-            return UNSCHEDULABLE
-        if strategy == Strategy.AFTER_BACKOFF:
-            if self._backoff.is_backing_off(pinfo, window):
-                moved = self._move_to_backoff(pinfo, event, BACKOFF)
-                return BACKOFF if moved else UNSCHEDULABLE
-            moved = self._move_to_active(pinfo, event, from_backoff=False, strategy_queue=BACKOFF)
-            return ACTIVE if moved else UNSCHEDULABLE
-        moved = self._move_to_active(pinfo, event, from_backoff=False, strategy_queue=ACTIVE)
-        return ACTIVE if moved else UNSCHEDULABLE
-
-    def _park_gated(self, pinfo: QueuedPodInfo, event: str, strategy_queue: str | None) -> None:
-        if debug_enabled() and pinfo.pod.uid not in self._unschedulable:
-            log.debug(
-                "pod is gated", pod=pinfo.pod.key, plugin=pinfo.gating_plugin, cluster_event=event
-            )
-        pinfo.was_flushed_from_unschedulable = False
-        if self._unschedulable.add_or_update(pinfo):
-            self._metrics.incoming(UNSCHEDULABLE, event, strategy_queue)
-
-    def _move_to_active(
-        self,
-        pinfo: QueuedPodInfo,
-        event: str,
-        from_backoff: bool,
-        strategy_queue: str | None = None,
-    ) -> bool:
-        if not (self._pop_from_backoff_q and from_backoff):
-            self._pre_enqueue.run(pinfo)
-        if pinfo.gated:
-            self._park_gated(pinfo, event, strategy_queue)
-            return False
-        if pinfo.initial_attempt_timestamp is None:
-            pinfo.initial_attempt_timestamp = self._clock.now()
-        self._unschedulable.delete(pinfo.pod.uid)
-        self._active.add_or_update(pinfo)
-        self._metrics.incoming(ACTIVE, event, strategy_queue)
-        return True
-
-    def _move_to_backoff(
-        self, pinfo: QueuedPodInfo, event: str, strategy_queue: str | None = None
-    ) -> bool:
-        if self._pop_from_backoff_q:
-            # It may be popped from backoffQ directly, so it must pass PreEnqueue first.
-            self._pre_enqueue.run(pinfo)
-            if pinfo.gated:
-                self._park_gated(pinfo, event, strategy_queue)
-                return False
-        self._unschedulable.delete(pinfo.pod.uid)
-        self._backoff.add(pinfo)
-        self._metrics.incoming(BACKOFF, event, strategy_queue)
-        return True
 
     # --- lookups -----------------------------------------------------------------------------
 

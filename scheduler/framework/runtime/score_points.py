@@ -73,7 +73,7 @@ class ScorePoints(FrameworkBase):
         start = time.perf_counter()
         status: Status | None = None
         try:
-            scores, status = self._raw_scores(state, pod, table, rows, nodes)
+            scores, status = self.run_raw_score_plugins(state, pod, table, rows, nodes)
             if scores is None:
                 return None, status
             if raw is not None:
@@ -92,23 +92,6 @@ class ScorePoints(FrameworkBase):
         nodes: list[NodeInfo],
     ) -> tuple[RawScores | None, Status | None]:
         """Each non-skipped Score plugin's scores of the nodes, before NormalizeScore."""
-        return self._raw_scores(state, pod, table, rows, nodes)
-
-    def normalize_scores(
-        self, state: CycleState, pod: Pod, raw: RawScores, n: int
-    ) -> tuple[ScoreColumn | None, Status | None]:
-        """NormalizeScore and the weights over `n` nodes' raw scores (left unchanged); a plugin
-        without raw scores counts 0, as kube-scheduler's NormalizeScores."""
-        return self._normalize(state, pod, {k: v.copy() for k, v in raw.items()}, n)
-
-    def _raw_scores(
-        self,
-        state: CycleState,
-        pod: Pod,
-        table: NodeTable,
-        rows: npt.NDArray[np.intp],
-        nodes: list[NodeInfo],
-    ) -> tuple[RawScores | None, Status | None]:
         raw: RawScores = {}
         record = state.record_plugin_metrics
         for pl in self.score_plugins:
@@ -137,6 +120,13 @@ class ScorePoints(FrameworkBase):
                 self._observe_plugin(SCORE, pl.name, None, t0)
             raw[pl.name] = scores
         return raw, None
+
+    def normalize_scores(
+        self, state: CycleState, pod: Pod, raw: RawScores, n: int
+    ) -> tuple[ScoreColumn | None, Status | None]:
+        """NormalizeScore and the weights over `n` nodes' raw scores (left unchanged); a plugin
+        without raw scores counts 0, as kube-scheduler's NormalizeScores."""
+        return self._normalize(state, pod, {k: v.copy() for k, v in raw.items()}, n)
 
     def _normalize(
         self, state: CycleState, pod: Pod, raw: RawScores, n: int
