@@ -1,13 +1,13 @@
 """Metric writes made many at a time, gathered and written once per label child at the end.
 
-A victim deletion asks every waiting preemptor whether it may fit now: two QueueingHint
-durations, a PreEnqueue duration and two incoming-pod counts per pod, each a locked
-prometheus-client call with a linear bucket search (a third of that path's CPU, measured in
-docs/benchmarks-history.md); a sampled preemption attempt observes every Filter call of its dry run,
-hundreds of thousands at 5000 nodes. Written once per child at the end of the move or the
-attempt, the exported values are the same: a counter gets the sum of its increments, a
-histogram the same bucket counts and sum. One thread at a time writes through one object (the
-queue under its lock; the framework from the scheduling loop), so it needs no lock of its own.
+A victim deletion asks every waiting preemptor whether it may fit now: two QueueingHint durations, a
+PreEnqueue duration and two incoming-pod counts per pod, each a locked prometheus-client call with a
+linear bucket search (a third of that path's CPU); a sampled preemption attempt observes every
+Filter call of its dry run, hundreds of thousands at 5000 nodes. Written once per child at the end
+of the move or the attempt, the exported values are the same: a counter gets the sum of its
+increments, a histogram the same bucket counts and sum. One thread at a time writes through one
+object (the queue under its lock; the framework from the scheduling loop), so it needs no lock of
+its own.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ never keeps a deleted pod alive) to a bounded buffer and returns: it never block
 does I/O. When the buffer is full the event is dropped, counted and logged (at most once a
 second). A few sender threads turn records into Events and post them, several writes in flight
 at once as client-go's broadcaster (a goroutine per event): one write at a time falls behind a
-busy scheduler (about 13 events/s against 150 pods/s bound while the API server is saturated,
-docs/benchmarks-history.md), deferring the writes past the moment they describe and dropping
+busy scheduler (about 13 events/s against 150 pods/s bound while the API server is
+saturated), deferring the writes past the moment they describe and dropping
 them once the buffer fills. Events are started in the order they were recorded, not
 necessarily written in it.
 

@@ -87,7 +87,7 @@ class StorageInformers:
         it attaches: its PV, its class or its owner. The PV controller rewrites bound claims'
         status over and over (1 200-1 500 status writes in a 20 s window of SchedulingCSIPVs at
         1000 nodes); each of those used to drop every node's cached count of attached volumes
-        (docs/benchmarks.md, "Every workload at 1000 nodes at 7ffa401")."""
+        (docs/benchmarks.md, "Results")."""
         if (old.volume_name, old.storage_class, old.controller_uid) != (
             new.volume_name,
             new.storage_class,

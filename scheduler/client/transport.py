@@ -5,8 +5,8 @@ Why not urllib3/httpx/http.client: against the local API server they cost 0.5-1 
 (email.feedparser), header dict building and layers of wrappers, and the scheduler's threads
 share one GIL. This module writes each request with one sendall of pre-encoded bytes and parses
 the response with bytes operations: 0.15-0.35 ms per request through RestClient on the same
-machine, about 1 ms of CPU less per scheduled pod than urllib3 (python -m e2e.bench.transport;
-docs/benchmarks.md, "Hand-written transport and leader election"). It implements just what
+machine, about 1 ms of CPU less per scheduled pod than urllib3 (`python -m
+e2e.bench.probes.transport`; docs/benchmarks.md, "Tools and probes"). It implements just what
 the API server needs: Content-Length and chunked bodies, keep-alive with stale-connection
 detection, `Connection: close`, streaming chunked responses for watches. No proxies, no
 compression, no HTTP/2.

@@ -7,10 +7,10 @@ a node it fits on; a deletion changes one node, so unless the pod now fits on th
 deleted pod left (counting the nominated pods of equal or higher priority there, as the Filter
 pass does), the retry is bound to fail. With a fast loop and pop-from-backoffQ those retries
 came back on every deletion anywhere: 4 100-9 300 failed attempts for 1 000 preemptors in
-PreemptionBasic (docs/benchmarks-history.md, sessions 40-41; with the queue asking a closed
-PreEnqueue gate first, skipping them took 38-44 % off kube-pysched's CPU there). The
-answer is QueueSkip there and Queue everywhere else; the pod is retried at the latest when the
-last of its victims has left its nominated node (then it fits there, or may preempt again).
+PreemptionBasic (with the queue asking a closed PreEnqueue gate first, skipping them took
+38-44 % off kube-pysched's CPU there). The answer is QueueSkip there and Queue everywhere
+else; the pod is retried at the latest when the last of its victims has left its nominated node
+(then it fits there, or may preempt again).
 """
 
 from __future__ import annotations
