@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
@@ -21,8 +19,6 @@ from kubernetes import client as k8s
 
 from e2e.bench import __main__ as bench_main
 from e2e.bench.__main__ import run_workloads
-from e2e.bench.attempts import read_log
-from e2e.bench.attempts import summarize as summarize_attempts
 from e2e.bench.gangs import (
     COSCHEDULING,
     GANG_SCHEDULING,
@@ -36,20 +32,14 @@ from e2e.bench.gangs import (
     podgroup_manifest,
     run_gang_workload,
 )
-from e2e.bench.gangs import unsupported_reason as gang_unsupported_reason
 from e2e.bench.invocation import bench_control_plane
 from e2e.bench.measure import (
     CpuSnapshot,
     PodTimes,
     PodWatcher,
-    ReadWrite,
-    added_between,
     cpu_breakdown,
     cpu_snapshot,
-    process_usage,
-    read_write_calls,
     summarize,
-    thread_schedstats,
     throughput_samples,
 )
 from e2e.bench.objects import WARMUP
@@ -125,17 +115,6 @@ def test_every_supported_workload_binds_every_measured_pod_with_both_schedulers(
         assert not any(name.startswith("bench-ks-") for name in used)  # counted once, by role
         # The API server's requests in the window: at least one binding per measured pod.
         assert figures["api_requests"].get("POST pods/binding", 0) >= wanted, record
-        # ... how long it took over them (a binding is served in well under a minute) ...
-        assert 0 < figures["api_request_ms"]["POST pods/binding"] < 60_000, record
-        # ... and how long each process waited for a CPU (a thread's wait never shrinks).
-        waited = figures["runqueue_wait_seconds_by_process"]
-        assert waited.keys() >= {"kube-apiserver", record["scheduler"]}, waited
-        assert all(seconds >= 0 for seconds in waited.values()), waited
-        # ... and its Go runtime's CPU by class over the window (the real /metrics has them;
-        # the runtime updates them at each GC's end, so a short window may hold no change).
-        classes = figures["apiserver_go_cpu_seconds"]
-        assert classes.keys() >= {"user", "gc_mark_idle", "gc_total", "total"}, classes
-        assert 0 <= classes["user"] <= classes["total"], classes
         assert figures["unready_nodes"] == 0, record  # every node still heard from
         # On a control plane it was given, a run deletes its objects for the next one.
         assert record["control_plane"] == "shared" and "cleanup" in record["phases_seconds"]
@@ -237,7 +216,7 @@ def test_backlog_mode_drains_pods_created_before_the_scheduler_started(
         assert figures["throughput_overall"] > 0
         # The API server's /metrics are read at both ends of the drain, from the first binding
         # on: requests by kind are recorded here too, the window's and not the whole run's.
-        assert figures.keys() >= {"api_requests", "api_refusals", "api_request_ms"}, figures
+        assert figures.keys() >= {"api_requests", "api_refusals"}, figures
         assert figures["api_requests"].get("POST pods/binding", 0) < figures["measured_pods"]
 
 
@@ -272,99 +251,28 @@ def test_throughput_samples_follow_scheduler_perf_ticks() -> None:
 
 
 def test_cpu_breakdown_names_who_used_the_machine_over_the_window() -> None:
-    # a's thread 1 waited 0.5 s more, its thread 2 exited (left out), thread 3 started (1 s).
-    waits_before = {"a": {"1": 2.0, "2": 9.0}, "b": {"7": 0.5}}
-    waits_after = {"a": {"1": 2.5, "3": 1.0}, "c": {"8": 1.0}}
-    before = CpuSnapshot(100.0, 50.0, {"a": 10.0, "b": 1.0}, waits_before)
-    after = CpuSnapshot(104.0, 57.0, {"a": 14.0, "c": 9.0}, waits_after)
+    before = CpuSnapshot(100.0, 50.0, {"a": 10.0, "b": 1.0})
+    after = CpuSnapshot(104.0, 57.0, {"a": 14.0, "c": 9.0})
     assert to_json(cpu_breakdown(before, after)) == {
         "window_seconds": 4.0,
         "machine_busy_cores": 1.75,
         "cpu_seconds_by_process": {"a": 4.0, "other": 3.0},  # b exited, c started mid-window
-        "runqueue_wait_seconds_by_process": {"a": 1.5},
+        "machine_cpu_seconds_by_class": {},
     }
 
 
 def test_cpu_breakdown_reads_steal_and_interrupts_over_the_window() -> None:
-    before = CpuSnapshot(100.0, 50.0, {"a": 10.0}, {}, {"steal": 1.0, "interrupts": 2.0})
-    after = CpuSnapshot(104.0, 57.0, {"a": 13.0}, {}, {"steal": 2.5, "interrupts": 2.5})
+    before = CpuSnapshot(100.0, 50.0, {"a": 10.0}, {"steal": 1.0, "interrupts": 2.0})
+    after = CpuSnapshot(104.0, 57.0, {"a": 13.0}, {"steal": 2.5, "interrupts": 2.5})
     figures = to_json(cpu_breakdown(before, after))
     assert figures["cpu_seconds_by_process"] == {"a": 3.0, "other": 4.0}
     assert figures["machine_cpu_seconds_by_class"] == {"steal": 1.5, "interrupts": 0.5}
-
-
-def test_cpu_breakdown_counts_timeslices_like_waits() -> None:
-    # b's thread 5 was put on a CPU 40 more times, thread 6 started in the window (10).
-    before = CpuSnapshot(100.0, 50.0, {"b": 1.0}, {}, {}, {"b": {"5": 100.0}})
-    after = CpuSnapshot(104.0, 57.0, {"b": 2.0}, {}, {}, {"b": {"5": 140.0, "6": 10.0}})
-    assert cpu_breakdown(before, after).timeslices_by_process == {"b": 50}
-
-
-def test_cpu_breakdown_counts_read_and_write_calls_over_the_window() -> None:
-    before = CpuSnapshot(100.0, 50.0, {"b": 1.0}, read_write_by_process={"b": ReadWrite(10, 1000)})
-    after = CpuSnapshot(104.0, 57.0, {"b": 2.0}, read_write_by_process={"b": ReadWrite(25, 4000)})
-    figures = to_json(cpu_breakdown(before, after))
-    assert figures["read_write_calls_by_process"] == {"b": 15}
-    assert figures["read_write_bytes_by_process"] == {"b": 3000}
-
-
-def test_read_write_calls_count_a_child_writing_to_a_pipe() -> None:
-    # 100 writes of 10 bytes to a pipe, each a write(2) /proc/PID/io counts.
-    writer = "import os, sys\nfor _ in range(100): os.write(1, b'0123456789')\ninput()"
-    child = subprocess.Popen(
-        [sys.executable, "-c", writer], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    try:
-        assert child.stdout is not None
-        assert len(child.stdout.read(1000)) == 1000
-        calls, moved = read_write_calls(child.pid)
-        assert calls >= 100 and moved >= 1000
-    finally:
-        child.kill()
-        child.wait()
-
-
-def test_timeslices_count_each_wake_up_of_a_sleeping_thread() -> None:
-    # A process that sleeps 200 times is put back on a CPU at least once per wake-up.
-    nap = "import time\nfor _ in range(200): time.sleep(0.001)\ninput()"
-    napper = subprocess.Popen([sys.executable, "-c", nap], stdin=subprocess.PIPE)
-    try:
-        before = thread_schedstats(napper.pid).timeslices
-        wait_for(
-            lambda: added_between(before, thread_schedstats(napper.pid).timeslices) >= 200,
-            timeout=30,
-            what="200 wake-ups of the napping process",
-        )
-    finally:
-        napper.kill()
-        napper.wait()
 
 
 def test_cpu_snapshot_reads_this_process_and_skips_one_that_is_gone() -> None:
     snap = cpu_snapshot({"me": os.getpid(), "gone": 2**22 + 1})
     assert set(snap.by_process) == {"me"} and snap.machine_busy_seconds > 0
     assert set(snap.by_class) == {"steal", "interrupts"}
-    assert set(snap.waiting_by_process) == set(snap.timeslices_by_process) == {"me"}
-    assert set(snap.read_write_by_process) == {"me"}
-
-
-def test_runqueue_wait_grows_while_two_processes_share_one_cpu() -> None:
-    # Two busy processes pinned to the same CPU: each waits for it while the other runs.
-    cpu = min(os.sched_getaffinity(0))
-    spin = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
-    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
-    try:
-        before = thread_schedstats(spinners[0].pid).waits
-        wait_for(
-            lambda: process_usage(spinners[0].pid).cpu_seconds >= 0.3,
-            timeout=30,
-            what="the first spinner's 0.3 s of CPU",
-        )
-        assert added_between(before, thread_schedstats(spinners[0].pid).waits) > 0.1
-    finally:
-        for p in spinners:
-            p.kill()
-            p.wait()
 
 
 def test_cpu_table_lists_runs_that_recorded_the_breakdown() -> None:
@@ -569,7 +477,7 @@ def test_a_paced_run_records_the_asked_and_achieved_creation_rates(
         assert "qps 100" in table(records)
 
 
-def test_verbose_runs_keep_both_logs_and_name_each_failed_preemption_attempt(
+def test_verbose_runs_keep_both_logs_with_each_failed_preemption_attempt(
     local_control_plane: ControlPlane, tmp_path: Path
 ) -> None:
     records = _json(
@@ -581,16 +489,13 @@ def test_verbose_runs_keep_both_logs_and_name_each_failed_preemption_attempt(
             control_plane=local_control_plane,
         )
     )
-    measured = WORKLOADS["PreemptionBasic"].sizes["small"].measured_pods
     for record in records:
         log = Path(record["scheduler_log"])
         # kube-scheduler's log is copied out of the control plane's folder when it stops.
         assert log.parent == tmp_path / "logs" and log.is_file(), record
-        summary = summarize_attempts(read_log(log))
-        # Every measured pod preempts: its first attempt fails, naming the chosen node.
-        assert summary.pods == summary.bound == measured, (record["scheduler"], summary)
-        assert summary.failed >= measured
-        assert any(r.startswith("found a potential placement") for r in summary.reasons)
+        # Every measured pod preempts: its first attempt fails, then it is bound (both V(2)).
+        text = log.read_text().lower()
+        assert "unable to schedule pod" in text and "successfully bound pod to node" in text
 
 
 # --- the gang benchmark (e2e/bench/gangs.py) ----------------------------------------
@@ -653,15 +558,9 @@ def test_every_gang_variant_binds_every_pod_of_every_group_or_is_reported_unsupp
         assert cp.processes and not any(p.alive() for p in cp.processes.values())
     for variant, record in zip(wanted, records, strict=True):
         assert record["group_api"] == variant.api
-        reason = gang_unsupported_reason(variant)
-        if reason is not None:  # kube-pysched's GangScheduling, until it is registered
-            assert record["skipped"] == reason and reason.startswith("not supported yet")
-            assert "figures" not in record
-            continue
         _assert_every_group_bound(record)
         assert record["control_plane"] == "own", record
         assert "cleanup" not in record["phases_seconds"] and "cleanup_failed" not in record
-    assert gang_unsupported_reason(wanted[0]) is None  # kube-pysched's Coscheduling runs
 
 
 @pytest.mark.skipif(not scheduler_plugins_built(), reason=SCHEDULER_PLUGINS_SKIP)

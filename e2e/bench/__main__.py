@@ -1,7 +1,7 @@
 """`python -m e2e.bench`: scheduler_perf-style workloads, kube-scheduler beside kube-pysched.
 
     python -m e2e.bench --workload SchedulingBasic --size 1000
-    python -m e2e.bench --workload all --size small --scheduler kube-pysched --profile
+    python -m e2e.bench --workload all --size small --scheduler kube-pysched
     python -m e2e.bench --workload SchedulingBasic,MixedChurn --size 1000 --repeat 3
     python -m e2e.bench --workload SchedulingGangs --size 1000   # the gang benchmark
 
@@ -160,11 +160,11 @@ def main(argv: list[str] | None = None) -> int:
             "would stay Terminating (kwok plays no pod-delete stage for it)"
         )
     gang = [n for n in names if n in gangs]
-    live_once = ("backlog", "capacity", "profile", "apiserver_profile", "pending_pods")
+    live_once = ("backlog", "capacity", "pending_pods")
     if gang and (len(names) > 1 or args.repeat > 1 or any(getattr(args, f) for f in live_once)):
         parser.error(
-            f"{gang[0]} runs alone, live, once (no --backlog, --capacity, --profile, "
-            "--apiserver-profile, --repeat or --pending-pods)"
+            f"{gang[0]} runs alone, live, once (no --backlog, --capacity, --repeat or "
+            "--pending-pods)"
         )
     if not gang and args.scheduler == SCHEDULER_PLUGINS:
         parser.error(f"{SCHEDULER_PLUGINS} runs gang workloads only ({', '.join(gangs)})")
@@ -195,12 +195,6 @@ def main(argv: list[str] | None = None) -> int:
             print()
             print(repeated)
     print(f"\nJSON per run in {options.results_dir}")
-    for r in records:
-        if r.profile is not None:
-            print(f"profile of {r.workload}: {r.profile}")
-        if r.apiserver_profile is not None:
-            where = r.apiserver_profile["top"] or r.apiserver_profile["slices"][0]
-            print(f"kube-apiserver profile of {r.workload} with {r.scheduler}: {where}")
     return 1 if any(r.failed is not None for r in records) else 0
 
 

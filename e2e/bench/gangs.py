@@ -5,9 +5,9 @@
 Variants, one run each: kube-pysched and scheduler-plugins' kube-scheduler with Coscheduling
 on scheduler-plugins' v1alpha1 PodGroups (pods join by label), and kube-scheduler and
 kube-pysched with GangScheduling on Kubernetes' v1beta1 PodGroups (pods join by
-spec.schedulingGroup), all on control planes serving both APIs. A variant kube-pysched cannot
-run yet is recorded "not supported yet". Each run also records, over the groups all of whose
-members were bound, the time from a group's first member created to its last bound.
+spec.schedulingGroup), all on control planes serving both APIs. Each run also records, over
+the groups all of whose members were bound, the time from a group's first member created to its
+last bound.
 """
 
 from __future__ import annotations
@@ -43,8 +43,6 @@ from e2e.podgroups import LABEL as ALPHA_LABEL
 from e2e.podgroups import PLURAL as PODGROUPS
 from e2e.podgroups import PODGROUP_CRD, apply_crds
 from e2e.podgroups import VERSION as ALPHA_VERSION
-from scheduler.plugins.missing import GUARDS
-from scheduler.plugins.registry import in_tree_registry
 
 #: scheduler-plugins' PodGroups (the CRD; pods carry the label) and Kubernetes' own (served
 #: with GenericWorkload; pods carry spec.schedulingGroup).
@@ -82,19 +80,6 @@ VARIANTS = (
     Variant(KUBE_SCHEDULER, GANG_SCHEDULING, V1BETA1),
     Variant(KUBE_PYSCHED, GANG_SCHEDULING, V1BETA1),
 )
-
-
-def unsupported_reason(variant: Variant) -> str | None:
-    """Why kube-pysched cannot run `variant` yet (its plugin is not registered, or only as a
-    guard), or None. The GangScheduling run turns on by itself once the plugin is registered."""
-    if variant.scheduler != KUBE_PYSCHED:
-        return None
-    guarded = {name for name, _ in GUARDS}
-    if variant.plugin in in_tree_registry() and variant.plugin not in guarded:
-        return None
-    return (
-        f"not supported yet: kube-pysched has no {variant.plugin} plugin ({variant.api} PodGroups)"
-    )
 
 
 def gang_config(workload: Workload, variant: Variant) -> dict[str, Any]:
@@ -201,28 +186,14 @@ def grant_podgroups(api_client: k8s.ApiClient) -> None:
     """Lets the kube-scheduler identity use scheduler-plugins' PodGroups, as scheduler-plugins'
     install manifests do for its scheduler. Without it Coscheduling's PodGroup informer never
     syncs and that scheduler binds nothing (not even the warm-up pod)."""
-    rbac = k8s.RbacAuthorizationV1Api(api_client)
-    role = {
-        "metadata": {"name": PODGROUP_ROLE},
-        "rules": [
-            {
-                "apiGroups": [ALPHA_GROUP],
-                "resources": [PODGROUPS, f"{PODGROUPS}/status"],
-                "verbs": ["get", "list", "watch", "update", "patch"],
-            }
-        ],
-    }
-    binding = {
-        "metadata": {"name": PODGROUP_ROLE},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": PODGROUP_ROLE,
-        },
-        "subjects": [
-            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": SCHEDULER_USER}
-        ],
-    }
+    rbac, group = k8s.RbacAuthorizationV1Api(api_client), "rbac.authorization.k8s.io"
+    verbs = ["get", "list", "watch", "update", "patch"]
+    resources = [PODGROUPS, f"{PODGROUPS}/status"]
+    rules = [{"apiGroups": [ALPHA_GROUP], "resources": resources, "verbs": verbs}]
+    role = {"metadata": {"name": PODGROUP_ROLE}, "rules": rules}
+    role_ref = {"apiGroup": group, "kind": "ClusterRole", "name": PODGROUP_ROLE}
+    subjects = [{"apiGroup": group, "kind": "User", "name": SCHEDULER_USER}]
+    binding = {"metadata": {"name": PODGROUP_ROLE}, "roleRef": role_ref, "subjects": subjects}
     for create, body in (
         (rbac.create_cluster_role, role),
         (rbac.create_cluster_role_binding, binding),
@@ -248,11 +219,9 @@ def run_gang_workload(
     control_plane: ControlPlane | None = None,
     new_control_plane: Callable[[], ControlPlane] = gang_control_plane,
 ) -> list[RunRecord]:
-    """Runs each variant whose scheduler is in `schedulers`, in VARIANTS order; one record
-    per variant (also as JSON). As run_workloads: without `control_plane` each variant has a
-    control plane of its own (`new_control_plane()`, which must serve both PodGroup APIs),
-    started for it and stopped after it; with one, every variant uses it and deletes its
-    objects for the next."""
+    """Runs each variant whose scheduler is in `schedulers`, in VARIANTS order, one record
+    each, on control planes as run_workloads (`new_control_plane()` must serve both PodGroup
+    APIs)."""
     if control_plane is not None:
         _serve_podgroups(control_plane)
     planes: ControlPlanes = control_plane or new_control_plane
@@ -270,7 +239,6 @@ def run_gang_workload(
                 nodes=size.nodes,
                 group_sizes=list(size.groups),
                 config=gang_config(workload, variant),
-                skipped=unsupported_reason(variant),
             )
 
             def make_run(cp: ControlPlane, cleanup: bool, variant: Variant = variant) -> Run:

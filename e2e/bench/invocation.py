@@ -115,7 +115,7 @@ def run_on_control_plane(
 
 def record_run(run: Run, record: RunRecord) -> None:
     """Executes `run` and completes its `record`: figures (or why it failed), phases, and where
-    its log and profile are."""
+    its log is."""
     record.mode = run.mode
     record.pending_pods = run.options.pending_pods or None
     record.create_qps = run.options.create_qps
@@ -137,10 +137,4 @@ def record_run(run: Run, record: RunRecord) -> None:
         except (ApiException, HTTPError, OSError) as err:
             print(f"warning: could not ask who the scheduler ran as: {err}", file=sys.stderr)
     record.watch_errors = run.watch_errors or None
-    record.profile = None if run.profile_path is None else str(run.profile_path)
     record.pinning = run.pinning
-    if run.apiserver_profiles:
-        record.apiserver_profile = {
-            "slices": [str(p) for p in run.apiserver_profiles],
-            "top": None if run.apiserver_top is None else str(run.apiserver_top),
-        }

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.watch.watch import iter_resp_lines
@@ -199,71 +199,17 @@ def process_usage(pid: int) -> ProcessUsage:
     return ProcessUsage(cpu, peak)
 
 
-class ReadWrite(NamedTuple):
-    """A process's read- and write-like system calls so far and the bytes they moved."""
-
-    calls: int
-    bytes: int
-
-
-def read_write_calls(pid: int) -> ReadWrite:
-    """syscr + syscw and rchar + wchar of /proc/PID/io, which count sockets read with read(2)
-    and written with write(2), as Go's network code and OpenSSL do, but not recv(2) or
-    send(2)."""
-    io: dict[str, int] = {}
-    with open(f"/proc/{pid}/io") as f:
-        for line in f:
-            key, value = line.split(":")
-            io[key] = int(value)
-    return ReadWrite(io["syscr"] + io["syscw"], io["rchar"] + io["wchar"])
-
-
-class ThreadStats(NamedTuple):
-    """Per thread id: seconds spent runnable but waiting for a CPU so far, and how many times
-    the thread has been put on a CPU (its timeslices: one per switch to it)."""
-
-    waits: dict[str, float]
-    timeslices: dict[str, float]
-
-
-def thread_schedstats(pid: int) -> ThreadStats:
-    """The second and third fields of /proc/PID/task/TID/schedstat for each of its threads."""
-    stats = ThreadStats({}, {})
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                fields = f.read().split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue  # the thread exited between the listing and the read
-        stats.waits[tid] = int(fields[1]) / 1e9
-        stats.timeslices[tid] = int(fields[2])
-    return stats
-
-
-def added_between(before: Mapping[str, float], after: Mapping[str, float]) -> float:
-    """What a process's threads added to a per-thread counter between two readings (seconds
-    waited for a CPU, timeslices): a thread started in between counts from zero, one that
-    exited takes its part with it."""
-    return sum(seconds - before.get(tid, 0.0) for tid, seconds in after.items())
-
-
 @dataclass(frozen=True)
 class CpuSnapshot:
-    """CPU seconds used so far by the whole machine and by named processes, and the seconds
-    those processes waited for a CPU, at one moment."""
+    """CPU seconds used so far by the whole machine and by named processes, at one moment."""
 
     at: float
     machine_busy_seconds: float
     by_process: dict[str, float]
-    waiting_by_process: dict[str, dict[str, float]] = field(default_factory=dict)
     #: two classes of machine_busy_seconds from /proc/stat: `steal` (the hypervisor ran
     #: something else on our virtual CPUs) and `interrupts` (hard and soft IRQs, e.g. the
     #: loopback network's packets, charged to whichever task they interrupted)
     by_class: dict[str, float] = field(default_factory=dict)
-    #: timeslices so far by process and thread (thread_schedstats): how often each was woken
-    timeslices_by_process: dict[str, dict[str, float]] = field(default_factory=dict)
-    #: read_write_calls so far by process
-    read_write_by_process: dict[str, ReadWrite] = field(default_factory=dict)
 
 
 def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
@@ -272,31 +218,19 @@ def cpu_snapshot(pids: Mapping[str, int]) -> CpuSnapshot:
         ticks = [int(x) for x in f.readline().split()[1:]]
     ticks += [0] * (8 - len(ticks))  # user nice system idle iowait irq softirq steal
     hz = os.sysconf("SC_CLK_TCK")
-    idle = ticks[3] + ticks[4]
-    busy = (sum(ticks[:8]) - idle) / hz
+    busy = (sum(ticks[:8]) - ticks[3] - ticks[4]) / hz
     by_class = {"steal": ticks[7] / hz, "interrupts": (ticks[5] + ticks[6]) / hz}
     by_process: dict[str, float] = {}
-    waiting: dict[str, dict[str, float]] = {}
-    timeslices: dict[str, dict[str, float]] = {}
-    read_write: dict[str, ReadWrite] = {}
     for name, pid in pids.items():
-        try:
+        with suppress(FileNotFoundError, ProcessLookupError):
             by_process[name] = process_usage(pid).cpu_seconds
-            waiting[name], timeslices[name] = thread_schedstats(pid)
-            read_write[name] = read_write_calls(pid)
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return CpuSnapshot(
-        time.monotonic(), busy, by_process, waiting, by_class, timeslices, read_write
-    )
+    return CpuSnapshot(time.monotonic(), busy, by_process, by_class)
 
 
 def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> MachineFigures:
     """Who used the machine's CPUs over a window, to read what bounds throughput: busy cores
     (near the core count: the machine is the limit), CPU seconds by process (`other`: all
-    unnamed) and by class (steal, interrupts), each process's threads' wait for a CPU (starved
-    or idle?), timeslices (how often woken) and read/write calls and bytes (Go's network I/O).
-    Per-thread counters are added over threads, so they can exceed the window."""
+    unnamed) and by class (steal, interrupts)."""
     wall = after.at - before.at
     used = {
         name: round(after.by_process[name] - before.by_process[name], 2)
@@ -305,49 +239,20 @@ def cpu_breakdown(before: CpuSnapshot, after: CpuSnapshot) -> MachineFigures:
     }
     busy = after.machine_busy_seconds - before.machine_busy_seconds
     used["other"] = round(max(0.0, busy - sum(used.values())), 2)
-    waited = {
-        name: round(added_between(before.waiting_by_process[name], threads), 2)
-        for name, threads in after.waiting_by_process.items()
-        if name in before.waiting_by_process
-    }
-    rw_before, rw_after = before.read_write_by_process, after.read_write_by_process
-    common = sorted(rw_after.keys() & rw_before.keys())
-    timeslices = (
-        {
-            name: round(added_between(before.timeslices_by_process[name], threads))
-            for name, threads in after.timeslices_by_process.items()
-            if name in before.timeslices_by_process
-        }
-        if before.timeslices_by_process and after.timeslices_by_process
-        else None
-    )
     return MachineFigures(
         window_seconds=round(wall, 2),
         machine_busy_cores=round(busy / wall, 2) if wall > 0 else 0.0,
         cpu_seconds_by_process=used,
-        runqueue_wait_seconds_by_process=waited,
-        timeslices_by_process=timeslices,
-        read_write_calls_by_process=(
-            {n: rw_after[n].calls - rw_before[n].calls for n in common} if common else None
-        ),
-        read_write_bytes_by_process=(
-            {n: rw_after[n].bytes - rw_before[n].bytes for n in common} if common else None
-        ),
-        machine_cpu_seconds_by_class=(
-            {k: round(after.by_class[k] - before.by_class[k], 2) for k in after.by_class}
-            if before.by_class and after.by_class
-            else None
-        ),
+        machine_cpu_seconds_by_class={
+            k: round(after.by_class[k] - before.by_class.get(k, 0.0), 2) for k in after.by_class
+        },
     )
 
 
 def throughput_samples(bound_times: Sequence[float], start: float) -> list[float]:
-    """scheduler_perf's SchedulingThroughput samples, replayed over recorded binding times.
-
-    A tick every second from `start`: the first tick that sees any pod bound only sets the
-    baseline; ticks without a new binding are folded into the next one, which records its rate
-    once per folded tick. Ticks stop at the first one after the last binding.
-    """
+    """scheduler_perf's SchedulingThroughput samples over recorded binding times: a tick each
+    second from `start`; the first that sees a binding sets the baseline; a tick without one is
+    folded into the next, which records its rate once per folded tick."""
     if not bound_times:
         return []
     ordered = sorted(bound_times)

@@ -25,12 +25,6 @@ def flag(default: Any, help: str, **argparse_options: Any) -> Any:
 class RunOptions:
     """The flags that shape each run, in the order `--help` lists them."""
 
-    profile: bool = flag(False, "sample kube-pysched with py-spy during each run")
-    apiserver_profile: bool = flag(
-        False,
-        "record kube-apiserver's CPU profile over each measure window (consecutive "
-        "5 s pprof slices and their merged `go tool pprof -top`), for both schedulers",
-    )
     deadline: float = flag(
         DEFAULT_DEADLINE,
         "seconds to wait for the measured pods; pods still unbound count as unscheduled",
@@ -69,8 +63,8 @@ class RunOptions:
     )
     verbosity: int | None = flag(
         None,
-        "run every scheduler with -v=N (2 logs each failed attempt and preemption; "
-        "`python -m e2e.bench.attempts` reads them); default: each scheduler's own",
+        "run every scheduler with -v=N (2 logs each failed attempt and preemption, in the "
+        "results folder's logs/); default: each scheduler's own",
         type=int,
         metavar="N",
     )

@@ -73,10 +73,6 @@ class MachineFigures:
     window_seconds: float
     machine_busy_cores: float
     cpu_seconds_by_process: dict[str, float]
-    runqueue_wait_seconds_by_process: dict[str, float]
-    timeslices_by_process: dict[str, int] | None = None
-    read_write_calls_by_process: dict[str, int] | None = None
-    read_write_bytes_by_process: dict[str, int] | None = None
     machine_cpu_seconds_by_class: dict[str, float] | None = None
 
 
@@ -109,8 +105,6 @@ class ApiServerFigures:
 
     api_requests: dict[str, int]
     api_refusals: dict[str, int]
-    api_request_ms: dict[str, float]
-    apiserver_go_cpu_seconds: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -178,9 +172,7 @@ class RunRecord:
     scheduler_log: str | None = None
     scheduler_user: str | None = None
     watch_errors: list[str] | None = None
-    profile: str | None = None
     pinning: dict[str, Any] | None = None
-    apiserver_profile: dict[str, Any] | None = None
     repeat: int | None = None
     repeats: int | None = None
     machine: dict[str, Any] | None = None

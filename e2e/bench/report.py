@@ -254,23 +254,6 @@ def _comparison(
             yield group, "ratio py/ks", None, cells
 
 
-def table(records: Sequence[Record]) -> str:
-    """Both schedulers' figures per workload, and the kube-pysched / kube-scheduler ratio."""
-    width = max([len("workload")] + [len(workload_label(r)) for r in records]) + 1
-    header = f"{'workload':<{width}}{'scheduler':<15}{'mode':<14}" + "".join(
-        f"{title:>11}" for _, title in COLUMNS
-    )
-    lines, footnotes = [header, "-" * len(header)], []
-    for (workload, _, _), who, r, cells in _comparison(records, COLUMNS):
-        if r is None:
-            lines.append(f"{'':<{width}}{who:<15}{'':<14}" + "".join(f"{c:>11}" for c in cells))
-            continue
-        label = f"{workload:<{width}}{who:<15}{mode_cell(r):<14}"
-        lines.append(label + ("".join(f"{c:>11}" for c in cells) if "figures" in r else cells[0]))
-        footnotes += [f"{workload} {who} {run_mode(r)}: {n}" for n in notes(r)]
-    return "\n".join(lines + (["", *footnotes] if footnotes else []))
-
-
 def _md_header(
     titles: Sequence[str], lead: str = "workload | size | scheduler | mode"
 ) -> list[str]:
@@ -288,9 +271,10 @@ def _md_cells(r: Record, cells: list[str], columns: Columns) -> str:
     return f"{cells[0]} | " + " | ".join("" for _ in columns[1:])
 
 
-def markdown_table(records: Sequence[Record], columns: Columns = COLUMNS) -> str:
-    """The comparison as a Markdown table (for docs/benchmarks.md): `columns` of
-    the figures (WORK_COLUMNS: the scheduling attempts, which explain the CPU)."""
+def table(records: Sequence[Record], columns: Columns = COLUMNS) -> str:
+    """Both schedulers' figures per workload and the kube-pysched / kube-scheduler ratio, as
+    a Markdown table (docs/benchmarks.md): `columns` of the figures (WORK_COLUMNS: the
+    scheduling attempts, which explain the CPU)."""
     lines, footnotes = _md_header([title for _, title in columns]), []
     for (workload, size, mode), who, r, cells in _comparison(records, columns):
         if r is None:
@@ -331,19 +315,6 @@ def repeat_table(records: Sequence[Record]) -> str:
 
 
 def gang_table(records: Sequence[Record]) -> str:
-    """One row per gang variant run, in the order run."""
-    header = f"{'variant':<31}{'mode':<10}" + "".join(f"{t:>13}" for _, t in GANG_COLUMNS)
-    lines = [header, "-" * len(header)]
-    for r in records:
-        label = f"{r['variant']:<31}{mode_cell(r):<10}"
-        if "figures" not in r:
-            lines.append(f"{label}{not_measured(r)}")
-            continue
-        lines.append(label + "".join(f"{c:>13}" for c in _cells(r, GANG_COLUMNS)))
-    return "\n".join(lines)
-
-
-def gang_markdown_table(records: Sequence[Record]) -> str:
     """The gang runs as a Markdown table (for docs/benchmarks.md)."""
     titles = [title for _, title in GANG_COLUMNS]
     lines = _md_header(titles, "size | scheduler | plugin (PodGroup API) | mode")
@@ -438,81 +409,6 @@ def markdown_api_table(records: Sequence[Record]) -> str:
     return _window_table(records, [title for title, _ in API_COLUMNS], cells)
 
 
-#: (column title, the `VERB path` key of a record's `api_request_ms`) for the requests whose
-#: mean serving time the report shows: the bench's and the scheduler's writes and kwok's.
-LATENCY_COLUMNS = (
-    ("pod create", "POST pods"),
-    ("binding", "POST pods/binding"),
-    ("pod status patch", "PATCH pods/status"),
-    ("pod delete", "DELETE pods"),
-    ("event create", "POST events.k8s.io/events"),
-    ("lease update", "PUT coordination.k8s.io/leases"),
-)
-
-
-def requests_in_flight(figures: dict[str, Any]) -> float | None:
-    """How many requests the API server was serving at once, on average over the window
-    (Little's law: the requests of each kind times their mean time, over the window's length;
-    watches left out), or None when the run did not record what it needs."""
-    mean_ms = figures.get("api_request_ms")
-    served = figures.get("api_requests")
-    window = figures.get("window_seconds")
-    if mean_ms is None or served is None or not window:
-        return None
-    busy_ms = sum(n * mean_ms[kind] for kind, n in served.items() if kind in mean_ms)
-    return round(busy_ms / 1000 / window, 1)
-
-
-def markdown_latency_table(records: Sequence[Record]) -> str:
-    """How long the API server took, on average, over each kind of request in each run's window,
-    in milliseconds (a kind not served is blank), and how many it was serving at once."""
-
-    def cells(r: Record) -> list[Any] | None:
-        figures = r.get("figures", {})
-        mean_ms = figures.get("api_request_ms")
-        if mean_ms is None:
-            return None
-        in_flight = requests_in_flight(figures)
-        blank_if_unknown = "" if in_flight is None else in_flight
-        return [*(mean_ms.get(key, "") for _, key in LATENCY_COLUMNS), blank_if_unknown]
-
-    titles = [*(f"{title} ms" for title, _ in LATENCY_COLUMNS), "in flight"]
-    return _window_table(records, titles, cells)
-
-
-#: The processes whose wait for a CPU the report shows, beside the scheduler's.
-WAITING = ("kube-apiserver", "etcd", "kwok", "bench harness")
-
-
-def markdown_runqueue_table(records: Sequence[Record]) -> str:
-    """Seconds each process's threads spent runnable but waiting for a CPU in each run's window
-    (added over threads)."""
-
-    def cells(r: Record) -> list[Any] | None:
-        waited = r.get("figures", {}).get("runqueue_wait_seconds_by_process")
-        if not waited:
-            return None
-        return [waited.get(name, "") for name in (r["scheduler"], *WAITING)]
-
-    return _window_table(records, ["scheduler s", *(f"{name} s" for name in WAITING)], cells)
-
-
-#: The API server's Go CPU classes the report shows (`apiserver_go_cpu_seconds`), in order.
-GO_CPU_COLUMNS = ("user", "gc_mark_assist", "gc_mark_dedicated", "gc_mark_idle", "gc_pause")
-
-
-def markdown_go_cpu_table(records: Sequence[Record]) -> str:
-    """Where the API server's CPU went while each run measured, by the Go runtime's classes.
-    `gc_mark_idle` is mark work done on cores nothing else wanted, so it grows when the
-    scheduler leaves a core free."""
-
-    def cells(r: Record) -> list[Any] | None:
-        classes = r.get("figures", {}).get("apiserver_go_cpu_seconds")
-        return [classes.get(c, "") for c in GO_CPU_COLUMNS] if classes else None
-
-    return _window_table(records, [f"{c} s" for c in GO_CPU_COLUMNS], cells)
-
-
 def main(argv: Sequence[str]) -> int:
     """`python -m e2e.bench.report FILE.json...`: the tables again from saved runs."""
     parser = argparse.ArgumentParser(
@@ -532,17 +428,14 @@ def main(argv: Sequence[str]) -> int:
     plain = [r for r in records if "variant" not in r]
     tables: list[str] = []
     if gangs:
-        tables += [gang_table(gangs), gang_markdown_table(gangs)]
+        tables.append(gang_table(gangs))
     if plain:
-        tables += [table(plain), markdown_table(plain)]
+        tables.append(table(plain))
         if any(k in r.get("figures", {}) for r in plain for k, _ in WORK_COLUMNS):
-            tables.append(markdown_table(plain, WORK_COLUMNS))
+            tables.append(table(plain, WORK_COLUMNS))
     tables += [
         markdown_cpu_table(gangs + plain),
         markdown_api_table(plain),
-        markdown_latency_table(plain),
-        markdown_runqueue_table(gangs + plain),
-        markdown_go_cpu_table(plain),
         repeat_table(plain),
     ]
     print("\n\n".join(t for t in tables if t))

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from e2e.bench.apiserver_profile import ApiServerProfiler, write_top
 from e2e.bench.measure import (
     CpuSnapshot,
     PodTimes,
@@ -119,11 +118,6 @@ class Run(ClusterObjects):
         #: Whether the run deletes its objects at the end: not when its control plane is its own
         #: and is stopped after it (nothing of the run outlives it then).
         self.cleans_up = cleanup
-        self.profile = options.profile and which == KUBE_PYSCHED
-        #: The kube-apiserver CPU profile slices of the measure window and their merged top.
-        self.apiserver_profiles: list[Path] = []
-        self.apiserver_top: Path | None = None
-        self.profile_path: Path | None = None
         self.scheduler_log: Path | None = None
         #: The credentials the scheduler ran with (its user is recorded after the run).
         self.scheduler_kubeconfig: Path | None = None
@@ -190,7 +184,6 @@ class Run(ClusterObjects):
                         self.scheduler_config(),
                         run_id=self.run_id,
                         workdir=self.options.results_dir,
-                        profile_stem=self._profile_stem() if self.profile else None,
                         cpus=cpus,
                         feature_gates=self.scheduler_feature_gates(),
                         verbosity=self.options.verbosity,
@@ -200,20 +193,13 @@ class Run(ClusterObjects):
             yield sched
             stopping = time.monotonic()
         self.phases["scheduler_stop"] = round(time.monotonic() - stopping, 1)
-        self.profile_path = sched.profile_path
 
     def _drain_backlog(self) -> Figures:
-        """Backlog mode: every measured pod exists before the scheduler starts, so the API
-        server's create rate no longer paces the run; throughput is the drain rate from the
-        first binding to the last (latency is not meaningful here and is left at 0). CPU is
-        counted over the same window, from the first measured binding seen: both schedulers
-        have listed everything by then (they schedule only after their caches synced), so
-        neither one's start-up is in the figure. The API server's /metrics are read at both
-        ends of the same window, and --apiserver-profile profiles it.
-
-        Capacity mode in addition runs the control plane (and this harness) on one CPU and the
-        scheduler, started pinned, on another, and kwok leaves the pods alone (see create_pod),
-        so the drain rate is what the scheduler sustains with a core to itself."""
+        """Backlog mode: every measured pod exists before the scheduler starts; throughput is
+        the drain rate from the first binding to the last (latency left at 0), CPU counted over
+        the same window (both schedulers have synced by then: no start-up in the figure).
+        Capacity mode also pins the control plane and this harness to one CPU and the scheduler
+        to another, and kwok leaves the pods alone: the scheduler's own drain rate."""
         watcher = PodWatcher(self.api(), self.namespace).start()
         names = [f"pod-{i}" for i in range(self.size.measured_pods)]
         first_bound = watcher.first_bound(set(names))
@@ -241,9 +227,7 @@ class Run(ClusterObjects):
         bound = [times.bound[n] for n in names if n in times.bound]
         pods = summarize(times, names, min(bound) if bound else 0.0)
         no_latency = dict.fromkeys(("latency_p50_ms", "latency_p90_ms", "latency_p99_ms"), 0.0)
-        figures = self._figures(replace(pods, **no_latency), before, after, create_rate=0.0)
-        self._write_apiserver_top()
-        return figures
+        return self._figures(replace(pods, **no_latency), before, after, create_rate=0.0)
 
     def _measure_live(self, sched: RunningScheduler) -> Figures:
         """Creates the measured pods while the scheduler runs (with the workload's background
@@ -291,7 +275,6 @@ class Run(ClusterObjects):
             for thread in helpers:
                 thread.join(30)
             watcher.stop()
-        self._write_apiserver_top()
         self.watch_errors = watcher.errors
         times = watcher.snapshot()
         create_rate = round(len(names) / created_seconds, 1) if created_seconds else 0.0
@@ -315,16 +298,14 @@ class Run(ClusterObjects):
         scrape_scheduler: bool = False,
         finish: Callable[[], None] = lambda: None,
     ) -> tuple[Reading, Reading]:
-        """Reads both ends of the window around `body`, the API server profiled in between
-        when asked (`finish` runs first when it ends, even by an error). The API server's
-        /metrics (megabytes) are read outside the CPU readings."""
+        """Reads both ends of the window around `body` (`finish` runs when it ends, even by an
+        error). The API server's /metrics (megabytes) are read outside the CPU readings."""
         pids = self._pids(sched.pid)
         metrics = sched.metrics if scrape_scheduler else None
         pauses = self.which == KUBE_PYSCHED
         api_before = self._api_server_metrics()
         usage, cpu = process_usage(sched.pid), cpu_snapshot(pids)
         before = Reading(usage, cpu, api_before, scrape(metrics, pauses=pauses))
-        profiler = self._start_apiserver_profiler()
         try:
             body()
             usage, cpu = process_usage(sched.pid), cpu_snapshot(pids)
@@ -333,15 +314,7 @@ class Run(ClusterObjects):
             after = Reading(usage, cpu, self._api_server_metrics(), scraped)
         finally:
             finish()
-            if profiler is not None:
-                self.apiserver_profiles = profiler.stop()
         return before, after
-
-    def _write_apiserver_top(self) -> None:
-        """Merges the window's profile slices (if any) into one top listing beside them."""
-        if self.apiserver_profiles:
-            top = self._profile_stem().with_suffix(".apiserver.top.txt")
-            self.apiserver_top = write_top(self.apiserver_profiles, top)
 
     def _figures(self, pods: PodFigures, before: Reading, after: Reading, **extra: Any) -> Figures:
         """The figures every mode records, from the pod watch and the window's two ends."""
@@ -411,17 +384,6 @@ class Run(ClusterObjects):
         """The processes whose CPU the record breaks down: control plane, scheduler, harness."""
         control_plane = {n: pid for n, pid in self.cp.pids.items() if pid != scheduler_pid}
         return {**control_plane, self.which: scheduler_pid, HARNESS: os.getpid()}
-
-    def _profile_stem(self) -> Path:
-        stem = f"profile-{self.workload.name}-{self.size.name}-{self.run_id}"
-        return self.options.results_dir / stem
-
-    def _start_apiserver_profiler(self) -> ApiServerProfiler | None:
-        """Profiles kube-apiserver from now until its stop(), if this run was asked to."""
-        if not self.options.apiserver_profile:
-            return None
-        fetch = lambda path: self.rest.request("GET", path)  # noqa: E731
-        return ApiServerProfiler(fetch, self._profile_stem()).start()
 
     def _wait_bound(self, watcher: PodWatcher, names: list[str]) -> None:
         """Until the watch has seen every wanted pod bound (or deleted before it could be), or

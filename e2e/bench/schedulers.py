@@ -20,7 +20,6 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from e2e.bench.profiling import PySpy
 from e2e.bench.workload import SCHEDULER_NAME, Workload
 from e2e.cluster import ControlPlane
 from e2e.cluster.build import ensure_scheduler_plugins
@@ -85,7 +84,6 @@ class RunningScheduler:
     pid: int
     log_path: Path | None
     kubeconfig: Path  # the credentials it runs with
-    profile_path: Path | None = None
     metrics: Callable[[], str] | None = None  # the scheduler's /metrics text
 
 
@@ -97,20 +95,15 @@ def running_scheduler(
     *,
     run_id: str,
     workdir: Path,
-    profile_stem: Path | None = None,
     cpus: set[int] | None = None,
     feature_gates: Mapping[str, bool] | None = None,
     verbosity: int | None = None,
 ) -> Iterator[RunningScheduler]:
     """Starts `which` (ready to serve) and stops it on exit.
 
-    With `profile_stem`, kube-pysched is sampled by py-spy into files named after it; with
-    `cpus`, the scheduler is started pinned to them (capacity mode). `feature_gates` are the
-    scheduler's own (None: kube-scheduler gets the control plane's, kube-pysched none);
-    scheduler-plugins' build is never given any (the v1.37 gates are unknown to it).
-    `verbosity` is the scheduler's `-v` (None: its default). Every scheduler's log ends up in
-    `workdir/logs`: a kube-scheduler log is copied there when it stops, since the control
-    plane's run folder holding it is deleted with the control plane.
+    `cpus` pins it (capacity mode); `feature_gates` are its own (None: kube-scheduler gets the
+    control plane's, kube-pysched none; scheduler-plugins' build never any). Every log ends up
+    in `workdir/logs` (kube-scheduler's copied there: its folder goes with the control plane).
     """
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -150,13 +143,9 @@ def running_scheduler(
         extra_args=[*feature_gate_flags(feature_gates or {}), *verbose],
     ).start()
     assert sched.process is not None
-    running = RunningScheduler(
-        sched.process.pid, sched.log_path, sched.kubeconfig, metrics=sched.metrics
-    )
-    spy = PySpy(sched.process.pid, profile_stem).start() if profile_stem else None
     try:
-        yield running
+        yield RunningScheduler(
+            sched.process.pid, sched.log_path, sched.kubeconfig, metrics=sched.metrics
+        )
     finally:
-        if spy is not None:
-            running.profile_path = spy.stop()
         sched.stop()

@@ -1,8 +1,8 @@
 """Figures from the scheduler's and the API server's /metrics, read at both ends of the window.
 
 The scheduler's attempts and preemptions say what work its CPU went to; kube-pysched's GC
-pauses and dropped events say what /proc cannot. The API server's requests by kind, their mean
-time and its Go CPU classes say what was asked of the control plane and what it cost.
+pauses and dropped events say what /proc cannot. The API server's requests and refusals by kind
+say what was asked of the control plane.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ ATTEMPTS = "scheduler_schedule_attempts"
 PREEMPTION_ATTEMPTS = "scheduler_preemption_attempts"
 PREEMPTION_VICTIMS = "scheduler_preemption_victims"
 API_REQUESTS = "apiserver_request_total"
-API_DURATION = "apiserver_request_duration_seconds"
-GO_CPU_CLASSES = "go_cpu_classes_"
 
 #: generation -> (count, sum in seconds, {bucket upper bound: cumulative count})
 Pauses = dict[str, tuple[float, float, dict[float, float]]]
@@ -237,71 +235,12 @@ def api_request_figures(before: dict[str, float], after: dict[str, float]) -> di
     return {key: n for key, n in sorted(grown.items()) if n > 0}
 
 
-def go_cpu_classes(text: str) -> dict[str, float]:
-    """A Go component's CPU seconds so far by the runtime's classes (`go_cpu_classes_*` of
-    /runtime/metrics: user, gc_mark_idle, gc_mark_assist, ..., total): estimates the runtime
-    updates only at the end of each GC cycle."""
-    out: dict[str, float] = {}
-    for sample in _series(text, (GO_CPU_CLASSES,)):
-        name = sample.name[len(GO_CPU_CLASSES) :].removesuffix("_cpu_seconds_total")
-        out[name] = sample.value
-    return out
-
-
-def go_cpu_class_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """Seconds of each class between two readings (classes in both)."""
-    return {key: round(after[key] - before[key], 2) for key in sorted(after) if key in before}
-
-
-#: kind -> (requests timed, seconds they took in all)
-Durations = dict[str, tuple[float, float]]
-
-
-def api_request_durations(text: str) -> Durations:
-    """How long the API server took over its requests so far, by kind as api_request_counts
-    (its `apiserver_request_duration_seconds`: from the request's arrival to the response's
-    end, flow control's queueing included). WATCH and CONNECT are left out: a watch's
-    duration is its lifetime."""
-    prefixes = (f"{API_DURATION}_count{{", f"{API_DURATION}_sum{{")
-    out: Durations = {}
-    for sample in _series(text, prefixes):
-        kind = _request_kind(sample.labels)
-        if kind.startswith(("WATCH ", "CONNECT ")):
-            continue
-        count, total = out.get(kind, (0.0, 0.0))
-        if sample.name.endswith("_count"):
-            count += sample.value
-        else:
-            total += sample.value
-        out[kind] = (count, total)
-    return out
-
-
-def api_request_latency_figures(before: Durations, after: Durations) -> dict[str, float]:
-    """The mean milliseconds the API server took over each kind of request it served between
-    two readings (kinds with no request in between left out): whether a client's requests
-    were slow to serve, or slow to be sent."""
-    out: dict[str, float] = {}
-    for kind in sorted(after):
-        count, total = after[kind]
-        count0, total0 = before.get(kind, (0.0, 0.0))
-        if count > count0:
-            out[kind] = round(1000 * (total - total0) / (count - count0), 2)
-    return out
-
-
 def api_server_figures(before: str | None, after: str | None) -> ApiServerFigures | None:
     """What the API server's /metrics say about a window read at its two ends: requests and
-    refusals by kind, their mean milliseconds, and the Go runtime's CPU classes. None (never
-    zeros) when either reading could not be taken."""
+    refusals by kind. None (never zeros) when either reading could not be taken."""
     if before is None or after is None:
         return None
-    classes = go_cpu_class_figures(go_cpu_classes(before), go_cpu_classes(after))
     return ApiServerFigures(
         api_requests=api_request_figures(api_request_counts(before), api_request_counts(after)),
         api_refusals=api_request_figures(api_refusal_counts(before), api_refusal_counts(after)),
-        api_request_ms=api_request_latency_figures(
-            api_request_durations(before), api_request_durations(after)
-        ),
-        apiserver_go_cpu_seconds=classes or None,
     )

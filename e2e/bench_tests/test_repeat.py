@@ -10,7 +10,7 @@ import pytest
 
 import e2e.bench.__main__ as bench
 from e2e.bench.options import RunOptions
-from e2e.bench.report import markdown_table, repeat_table, table
+from e2e.bench.report import repeat_table, table
 
 
 def _figures(pods_per_s: float, lat99: float, cpu: float, rss: float) -> dict[str, float]:
@@ -82,7 +82,7 @@ def test_each_round_has_its_own_rows_and_the_medians_summarise_the_rounds() -> N
         _record("MixedChurn", "kube-scheduler", None, pods_per_s=100, lat99=1, cpu=1, rss=1),
         _record("MixedChurn", "kube-pysched", None, pods_per_s=90, lat99=1, cpu=1, rss=1),
     ]
-    md = markdown_table(records)
+    md = table(records)
     assert "| SchedulingBasic #2 | 1000 | kube-pysched | live | 105 |" in md
     assert md.count("*ratio py/ks*") == 4
     assert "SchedulingBasic #3" in table(records)

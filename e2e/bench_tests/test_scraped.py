@@ -7,23 +7,16 @@ from e2e.bench.report import (
     WORK_COLUMNS,
     api_request_cells,
     markdown_api_table,
-    markdown_go_cpu_table,
-    markdown_latency_table,
-    markdown_runqueue_table,
-    markdown_table,
+    table,
 )
 from e2e.bench.scraped import (
     api_refusal_counts,
     api_request_counts,
-    api_request_durations,
     api_request_figures,
-    api_request_latency_figures,
     api_server_figures,
     cluster_pod_lists,
     gc_figures,
     gc_pauses,
-    go_cpu_class_figures,
-    go_cpu_classes,
     keep_metrics,
     scrape,
     scraped_figures,
@@ -120,7 +113,7 @@ def test_the_work_table_compares_the_attempts_of_both_schedulers() -> None:
         return {"workload": "W", "size": "1000", "scheduler": scheduler, "figures": figures}
 
     older = {"workload": "V", "size": "1000", "scheduler": "kube-pysched", "figures": {}}
-    rows = markdown_table(
+    rows = table(
         [run("kube-scheduler", 1000), run("kube-pysched", 3000), older], WORK_COLUMNS
     ).splitlines()
     assert rows[0] == (
@@ -202,47 +195,8 @@ def test_api_server_figures_are_empty_when_a_reading_is_missing() -> None:
     figures = to_json(api_server_figures(before, after))
     assert figures["api_requests"] == {"GET /metrics": 1, "POST pods/binding": 15}
     assert figures["api_refusals"] == {}
-    assert "apiserver_go_cpu_seconds" not in figures  # this text has no Go classes
     assert api_server_figures(None, after) is None
     assert api_server_figures(before, None) is None
-
-
-GO_CLASSES_TEXT = """\
-# HELP go_cpu_classes_gc_mark_idle_cpu_seconds_total Estimated total CPU time spent performing GC
-# TYPE go_cpu_classes_gc_mark_idle_cpu_seconds_total counter
-go_cpu_classes_gc_mark_idle_cpu_seconds_total %(idle_mark)s
-go_cpu_classes_gc_mark_assist_cpu_seconds_total 1.5
-go_cpu_classes_user_cpu_seconds_total %(user)s
-go_cpu_classes_total_cpu_seconds_total %(total)s
-go_cpu_count 2
-go_gc_cycles_total_gc_cycles_total 40
-"""
-
-
-def test_go_cpu_classes_are_the_runtime_estimate_by_class_over_the_window() -> None:
-    before = go_cpu_classes(GO_CLASSES_TEXT % {"idle_mark": "10", "user": "100.25", "total": "400"})
-    after = go_cpu_classes(GO_CLASSES_TEXT % {"idle_mark": "12.5", "user": "110", "total": "440"})
-    assert before == {"gc_mark_idle": 10, "gc_mark_assist": 1.5, "user": 100.25, "total": 400}
-    assert go_cpu_class_figures(before, after) == {
-        "gc_mark_assist": 0.0,
-        "gc_mark_idle": 2.5,
-        "total": 40.0,
-        "user": 9.75,
-    }
-    assert go_cpu_classes(API_SERVER_TEXT % {"bindings": 1, "status": 1, "scrapes": 1}) == {}
-    # A class only one reading has (a runtime that added it) is left out, never taken as 0.
-    assert go_cpu_class_figures({}, after) == {}
-    record = {
-        "workload": "W",
-        "size": "1000",
-        "scheduler": "kube-scheduler",
-        "figures": {"apiserver_go_cpu_seconds": go_cpu_class_figures(before, after)},
-    }
-    record["figures"]["window_seconds"] = 20.5
-    assert markdown_go_cpu_table([record]).splitlines()[-1] == (
-        "| W | 1000 | kube-scheduler | live | 9.75 | 0.0 |  | 2.5 |  | 20.5 |"
-    )
-    assert markdown_go_cpu_table([{**record, "figures": {}}]) == ""  # not recorded: no table
 
 
 def test_the_api_table_adds_the_requests_up_by_kind() -> None:
@@ -290,63 +244,6 @@ def test_events_kube_pysched_dropped_in_the_window_are_counted_and_noted() -> No
     plain = scrape(lambda: generate_latest(registry).decode(), pauses=False)
     assert "events_dropped" not in to_json(scraped_figures(plain, plain))
     assert notes({"figures": {"events_dropped": 0}}) == []
-
-
-def _api_durations() -> tuple[CollectorRegistry, Histogram]:
-    """The API server's request duration histogram, with its labels, in a registry of its own."""
-    registry = CollectorRegistry()
-    hist = Histogram(
-        "apiserver_request_duration_seconds",
-        "Response latency",
-        ["verb", "group", "resource", "subresource", "scope", "component", "version"],
-        registry=registry,
-    )
-    return registry, hist
-
-
-def test_api_request_latency_is_the_mean_over_the_window_by_kind() -> None:
-    registry, hist = _api_durations()
-    lease = hist.labels("PUT", "coordination.k8s.io", "leases", "", "resource", "apiserver", "v1")
-    namespaced = hist.labels("POST", "", "pods", "binding", "resource", "apiserver", "v1")
-    cluster = hist.labels("POST", "", "pods", "binding", "cluster", "apiserver", "v1")
-    watch = hist.labels("WATCH", "", "pods", "", "namespace", "apiserver", "v1")
-    lease.observe(5.0)  # before the window: left out of its mean
-    namespaced.observe(1.0)
-    watch.observe(300.0)
-    before = api_request_durations(generate_latest(registry).decode())
-    for seconds in (0.2, 0.4):
-        lease.observe(seconds)
-    namespaced.observe(0.01)
-    cluster.observe(0.03)  # the same kind in another scope: one mean over both
-    watch.observe(600.0)
-    after = api_request_durations(generate_latest(registry).decode())
-    assert before["PUT coordination.k8s.io/leases"] == (1.0, 5.0)
-    assert api_request_latency_figures(before, after) == {
-        "POST pods/binding": 20.0,
-        "PUT coordination.k8s.io/leases": 300.0,
-    }  # a watch's duration is its lifetime: no WATCH kind
-
-
-def test_the_latency_and_runqueue_tables_show_the_recorded_runs() -> None:
-    record = {
-        "workload": "W",
-        "size": "1000",
-        "scheduler": "kube-pysched",
-        "figures": {
-            "api_request_ms": {"POST pods/binding": 2.5, "PUT coordination.k8s.io/leases": 40.0},
-            "api_requests": {"POST pods/binding": 2400, "PUT coordination.k8s.io/leases": 3000},
-            "runqueue_wait_seconds_by_process": {"kube-pysched": 3.0, "kwok": 12.5},
-            "window_seconds": 60.0,
-        },
-    }
-    assert markdown_latency_table([record]).splitlines()[-1] == (
-        "| W | 1000 | kube-pysched | live |  | 2.5 |  |  |  | 40.0 | 2.1 | 60.0 |"
-    )  # in flight: (2400 x 2.5 ms + 3000 x 40 ms) / 60 s
-    assert markdown_runqueue_table([record]).splitlines()[-1] == (
-        "| W | 1000 | kube-pysched | live | 3.0 |  |  | 12.5 |  | 60.0 |"
-    )
-    assert markdown_latency_table([{**record, "figures": {}}]) == ""
-    assert markdown_runqueue_table([{**record, "figures": {}}]) == ""
 
 
 def test_the_last_scrape_is_kept_beside_the_scheduler_s_log(tmp_path: Path) -> None:
