@@ -49,7 +49,7 @@ from scheduler.client.storage import StorageInformers
 from scheduler.clock import RealClock
 from scheduler.cmd.auth import Authenticator, Authorizer, RequestGuard, TokenAuthenticator
 from scheduler.cmd.options import Options
-from scheduler.cmd.server import HealthServer
+from scheduler.cmd.server import DebugPages, HealthServer
 from scheduler.cmd.tls import TLSConfigError, server_context
 from scheduler.config.types import KubeSchedulerConfiguration
 from scheduler.eventhandlers import EventHandlers, PodTransform, transform_node
@@ -59,7 +59,12 @@ from scheduler.framework.gang import GangLister
 from scheduler.framework.interface import StorageLister
 from scheduler.framework.profile_spec import ProfileSpec
 from scheduler.framework.registry import Registry
-from scheduler.framework.runtime import Framework, FrameworkError, FrameworkServices
+from scheduler.framework.runtime import (
+    Framework,
+    FrameworkError,
+    FrameworkServices,
+    PluginArgsError,
+)
 from scheduler.plugins.registry import full_registry
 from scheduler.scheduler import BINDING_WORKERS, Scheduler
 
@@ -87,10 +92,33 @@ def profile_specs(config: KubeSchedulerConfiguration) -> list[ProfileSpec]:
 def build_frameworks(
     config: KubeSchedulerConfiguration, registry: Registry, services: FrameworkServices
 ) -> dict[str, Framework]:
-    """One framework per profile; plugin args are decoded and validated here."""
-    return {
-        spec.scheduler_name: Framework(spec, registry, services) for spec in profile_specs(config)
-    }
+    """One framework per profile; plugin args are decoded and validated here. An error names
+    the config file, the profile and the plugin's pluginConfig entry, as a FieldError does."""
+    frameworks: dict[str, Framework] = {}
+    for i, spec in enumerate(profile_specs(config)):
+        try:
+            frameworks[spec.scheduler_name] = Framework(spec, registry, services)
+        except PluginArgsError as err:
+            raise FrameworkError(_args_error(config, i, err)) from err
+        except FrameworkError as err:
+            where = f"profiles[{i}] (schedulerName {spec.scheduler_name!r})"
+            raise FrameworkError(f"{config.source}: {where}: {err}") from err
+    return frameworks
+
+
+def _args_error(config: KubeSchedulerConfiguration, index: int, err: PluginArgsError) -> str:
+    profile = config.profiles[index]
+    entry = next((j for j, pc in enumerate(profile.plugin_config) if pc.name == err.plugin), None)
+    if entry is None:  # a plugin's default args: there is no entry in the file to point at
+        path = f"profiles[{index}].pluginConfig[name={err.plugin}].args"
+    else:
+        path = f"profiles[{index}].pluginConfig[{entry}].args"
+    if err.path:
+        path += f".{err.path}"
+    return (
+        f"{config.source}: {path}: {err.message} "
+        f"(plugin {err.plugin}, profile {profile.scheduler_name!r})"
+    )
 
 
 def build_queue(
@@ -283,6 +311,7 @@ class App:
         servers: list[HealthServer] = []
         config = self.options.config
         secure = self.options.secure_serving
+        pages = DebugPages(flags=self.options.flags, profiling=config.enable_profiling)
         try:
             if secure.port:
                 # Reviews go through their own client: not fenced when the lease is lost, and
@@ -318,6 +347,7 @@ class App:
                         configz=config.to_dict,
                         tls=tls,
                         guard=guard,
+                        pages=pages,
                     )
                 )
             if self.options.port:
@@ -328,6 +358,7 @@ class App:
                         readiness=self.readiness,
                         liveness=self.liveness,
                         configz=config.to_dict,
+                        pages=pages,
                     )
                 )
         except BaseException:
@@ -518,7 +549,8 @@ def run(options: Options, *, registry: Registry | None = None, install_signals: 
     try:
         app = App(options, registry if registry is not None else full_registry())
     except (FrameworkError, ClientConfigError, TLSConfigError, OSError) as err:
-        log.error("cannot start kube-pysched", error=str(err))
+        # One line on stderr, as the CLI reports the config file's own errors (not a log line
+        # besides: the operator reads each problem once).
         print(f"kube-pysched: {err}", file=sys.stderr)
         return 1
     if install_signals:
