@@ -162,7 +162,7 @@ class ApiDispatcher:
                 call()
             except Exception as err:
                 result = "error"
-                log.warning("API call failed", call_type=call_type, object=key, error=str(err))
+                log.error("API call failed", call_type=call_type, object=key, error=str(err))
             finally:
                 elapsed = time.perf_counter() - start
                 metrics.async_api_call_execution.labels(call_type, result).inc()

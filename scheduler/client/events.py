@@ -418,7 +418,10 @@ class EventRecorder:
                 log.debug("event already written as a series", name=entry.name)
                 return True
             self._tally(failed=1)
-            log.error(
+            # Nothing for an operator to do about an Event whose namespace is being (or has
+            # been) deleted: client-go's record broadcaster logs that at V(5).
+            report = log.debug if err.namespace_terminating else log.error
+            report(
                 "server rejected event (will not retry)",
                 name=entry.name,
                 namespace=entry.namespace,
@@ -440,7 +443,8 @@ class EventRecorder:
             self._tally(failed=1)
             log.error("unable to write event (retry limit exceeded)", name=send.entry.name)
             return True
-        log.info("unable to write event (will retry)", name=send.entry.name, error=str(err))
+        # client-go's events broadcaster logs each failed write it will retry as an error.
+        log.error("unable to write event (will retry)", name=send.entry.name, error=str(err))
         due = time.monotonic() + jittered(self._retry_interval, 0.25)
         with self._work:
             heapq.heappush(self._retries, (due, next(self._seq), send))

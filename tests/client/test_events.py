@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import structlog
 
 from scheduler import metrics
 from scheduler.api.errors import ApiConnectionError, ApiError
@@ -321,3 +322,24 @@ def test_a_series_comes_out_whole_when_its_writes_cross(api: FakeEventsApi) -> N
         # Stored as a series by the patch that found no Event, or patched into one (again
         # after a retry if its create had crossed the plain one).
         assert stored.get("series", {}).get("count") == 2 or (patched and set(patched) == {2})
+
+
+def test_a_rejection_for_a_terminating_or_gone_namespace_is_not_an_error(
+    recorder: EventRecorder, api: FakeEventsApi
+) -> None:
+    terminating = ApiError(
+        403,
+        "Forbidden",
+        "unable to create new content in namespace ns because it is being terminated",
+        details={"causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace"}]},
+    )
+    gone = ApiError(404, "NotFound", 'namespaces "ns" not found', details={"kind": "namespaces"})
+    invalid = ApiError(422, "Invalid", "note too long")
+    api.failures = [terminating, gone, invalid]
+    with structlog.testing.capture_logs() as logs:
+        for name in "abc":
+            recorder.eventf(pod(name), None, "Normal", "Scheduled", "Binding", "ok")
+        assert recorder.flush(5)
+    rejected = [r for r in logs if r["event"] == "server rejected event (will not retry)"]
+    assert [r["log_level"] for r in rejected] == ["debug", "debug", "error"]
+    assert recorder.failed == 3
