@@ -183,9 +183,10 @@ class ApiDispatcher:
 
     def close(self, timeout: float = 5.0) -> None:
         """Finishes queued calls (up to `timeout`) and stops the workers."""
+        deadline = time.monotonic() + timeout
         self.wait_idle(timeout)
         with self._lock:
             self._closed = True
             self._work_ready.notify_all()
         for thread in self._threads:
-            thread.join(timeout=1.0)
+            thread.join(timeout=max(0.0, min(1.0, deadline - time.monotonic())))

@@ -301,6 +301,8 @@ class Reflector:
                 with self._stream_lock:
                     self._stream = None
                 stream.close()
+            if self._stopped.is_set():
+                return  # stop() cut the watch: not a short watch to report
             if events == 0 and time.monotonic() - started < VERY_SHORT_WATCH:
                 log.info("very short watch", reflector=self.name)
                 self._wait_backoff()

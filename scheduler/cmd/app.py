@@ -47,6 +47,7 @@ from scheduler.client.ratelimit import TokenBucket
 from scheduler.client.rest import RestClient
 from scheduler.client.storage import StorageInformers
 from scheduler.clock import RealClock
+from scheduler.cmd import shutdown
 from scheduler.cmd.auth import Authenticator, Authorizer, RequestGuard, TokenAuthenticator
 from scheduler.cmd.options import Options
 from scheduler.cmd.server import DebugPages, HealthServer
@@ -71,7 +72,6 @@ from scheduler.scheduler import BINDING_WORKERS, Scheduler
 log = structlog.get_logger(__name__)
 
 SYNC_TIMEOUT = 300.0
-EVENT_FLUSH_ON_STOP = 2.0
 # The delegating authenticator's and authorizer's client: QPS 200, burst 400 (apiserver's
 # DelegatingAuthenticationOptions.getClient), never throttled behind the scheduler's calls.
 REVIEW_QPS = 200.0
@@ -524,16 +524,23 @@ class App:
         log.info("kube-pysched stopped after losing the lease")
 
     def stop(self) -> None:
-        """Stops in reverse order; buffered events are flushed and the lease released."""
+        """Stops in reverse order, each step within its budget (scheduler.cmd.shutdown):
+        buffered events are flushed (what cannot be sent is dropped with one line) and the
+        lease released when the API server answers."""
         self.stopped.set()
+        # From here a failed Event write is dropped (counted in one line), not retried, and no
+        # reflector opens another watch while the rest stops.
+        self.recorder.begin_stop()
+        informers = self._informers()
+        for informer in informers:
+            informer.reflector.stop()
         if self._scheduling:
-            self.scheduler.stop()
+            self.scheduler.stop(timeout=shutdown.STOP_SCHEDULER)
         if self.elector is not None:
-            self.elector.stop()
-        for informer in reversed(self._informers()):
-            informer.stop(timeout=2.0)
+            self.elector.stop(timeout=shutdown.STOP_ELECTOR)
+        shutdown.stop_all(informers, timeout=shutdown.STOP_INFORMERS)
         # Events are best effort (as client-go's broadcaster): a short flush, then exit.
-        self.recorder.stop(timeout=EVENT_FLUSH_ON_STOP)
+        self.recorder.stop(timeout=shutdown.STOP_EVENTS)
         for server in self.servers:
             server.stop()
         gc_pauses.POLICY.release()
@@ -553,10 +560,15 @@ def run(options: Options, *, registry: Registry | None = None, install_signals: 
         # besides: the operator reads each problem once).
         print(f"kube-pysched: {err}", file=sys.stderr)
         return 1
+    watchdog = shutdown.Watchdog(app.recorder.report_unsent)
     if install_signals:
 
         def on_signal(signum: int, _frame: FrameType | None) -> None:
+            if app.stopped.is_set():  # a second signal: no more waiting
+                log.info("received a second signal, exiting now")
+                shutdown.exit_now(1)
             log.info("received signal, shutting down", signal=signal.Signals(signum).name)
+            watchdog.start()
             app.stopped.set()
 
         signal.signal(signal.SIGTERM, on_signal)
@@ -569,10 +581,10 @@ def run(options: Options, *, registry: Registry | None = None, install_signals: 
             app.abandon()
         else:
             app.stop()
-    if app.lost_lease and install_signals:
-        # As kube-scheduler's klog.FlushAndExit: calls stuck on a partitioned API server must
+    code = 1 if app.lost_lease else 0
+    if install_signals:
+        # As kube-scheduler's klog.FlushAndExit: calls stuck on an unreachable API server must
         # not hold the exit (the thread pools' atexit joins would wait for each of them).
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
-    return 1 if app.lost_lease else 0
+        shutdown.exit_now(code)
+    watchdog.cancel()
+    return code
