@@ -46,7 +46,8 @@ INFORMERS = frozenset(
     }
 )
 
-#: The reflector's line for a watch answered with 410 Gone (it relists next).
+#: The reflector's line for a watch answered with 410 Gone (it relists next); a V(4) line, so
+#: the process must run with -v 4 for it to be written.
 GONE_LINE = "watch closed: resourceVersion too old"
 
 

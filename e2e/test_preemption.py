@@ -113,7 +113,8 @@ def runs(
             profile_config(names[PYSCHED_SYNC]),
             workdir=workdir,
             name=PYSCHED_SYNC,
-            extra_args=["--feature-gates", "SchedulerAsyncPreemption=false"],
+            # -v 2: the per-victim "preemptor pod preempted victim pod" line is V(2).
+            extra_args=["--feature-gates", "SchedulerAsyncPreemption=false", "--v", "2"],
         ),
     }
     try:

@@ -244,7 +244,8 @@ def test_api_server_stopped_and_restarted_mid_burst_every_pod_bound(
     name = unique("pysched")
     # Without leader election: an outage longer than renewDeadline makes a leader exit (and
     # its replica take over), which test_leader_partition covers; this one must ride it out.
-    sched = pysched(profile_config(name), name="survivor")
+    # -v 4: the 410 Gone line relists_since reads is V(4), as client-go's "Watch closed".
+    sched = pysched(profile_config(name), name="survivor", extra_args=["-v", "4"])
     bodies = [
         pod_manifest(
             f"p-{i}", scheduler_name=name, cpu="200m", memory="32Mi", node_selector={"g": group}
@@ -310,7 +311,9 @@ def test_etcd_compaction_forces_410_every_informer_relists_without_phantoms(
     server = urlsplit(_server(Path(cluster.kubeconfig)))
     with PartitionProxy(server.hostname or "127.0.0.1", server.port or 443) as proxy:
         kubeconfig = _via(Path(cluster.kubeconfig), proxy.port, tmp_path / "via-proxy.kubeconfig")
-        sched = pysched(profile_config(name), name="cut-off", kubeconfig=kubeconfig)
+        sched = pysched(
+            profile_config(name), name="cut-off", kubeconfig=kubeconfig, extra_args=["-v", "4"]
+        )
         # The kept nodes exactly full (3 x 2 CPU = 12 x 500m); the doomed ones empty.
         old = [
             pod_manifest(

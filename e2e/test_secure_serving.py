@@ -14,6 +14,7 @@ import datetime as dt
 import http.client
 import ipaddress
 import json
+import socket
 import ssl
 import subprocess
 import sys
@@ -52,7 +53,7 @@ def _get(
     try:
         conn.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
         resp = conn.getresponse()
-        return resp.status, resp.read().decode(), dict(resp.getheaders())
+        return resp.status, resp.read().decode(errors="replace"), dict(resp.getheaders())
     finally:
         conn.close()
 
@@ -194,6 +195,95 @@ def test_refusals_are_kube_schedulers(
         if ours[0] != 200:
             assert json.loads(ours[1]) == json.loads(theirs[1]), (path, token)
     assert _get(upstream, "/configz")[0] == 403  # anonymous: authenticated, then forbidden
+
+
+DEBUG_PATHS = ("/flagz", "/statusz", "/debug/pprof/profile?seconds=1")
+
+
+def _raw_plain_http(base: str) -> bytes:
+    """A plain HTTP request sent to the HTTPS port; the raw answer until the server closes."""
+    host, port = base.removeprefix("https://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=15) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        chunks = []
+        while chunk := sock.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_debug_pages_follow_rbac_and_plain_http_is_a_400(
+    local_control_plane: ControlPlane,
+    secure_pysched: Callable[..., Pysched],
+    core_v1: k8s.CoreV1Api,
+    api_client: k8s.ApiClient,
+    namespace: str,
+) -> None:
+    """/flagz, /statusz and the CPU profile: 403 anonymous, 200 for a caller RBAC allows, on
+    both schedulers; plain HTTP to either's HTTPS port gets Go's 400, byte for byte."""
+    proc = secure_pysched()
+    upstream = f"https://{LOOPBACK}:{local_control_plane.ports['kube-scheduler']}"
+    for path in DEBUG_PATHS:
+        for base in (proc.secure_url, upstream):
+            assert _get(base, path)[0] == 403, (base, path)
+
+    rbac_api = k8s.RbacAuthorizationV1Api(api_client)
+    role_name = f"kube-pysched-e2e-debug-reader-{uuid.uuid4().hex[:6]}"
+    rbac_api.create_cluster_role(
+        k8s.V1ClusterRole(
+            metadata=k8s.V1ObjectMeta(name=role_name),
+            rules=[
+                k8s.V1PolicyRule(
+                    non_resource_urls=["/flagz", "/statusz", "/debug/pprof/*"], verbs=["get"]
+                )
+            ],
+        )
+    )
+    try:
+        token = _token(core_v1, namespace, "debugger")
+        rbac_api.create_cluster_role_binding(
+            k8s.V1ClusterRoleBinding(
+                metadata=k8s.V1ObjectMeta(name=role_name),
+                role_ref=k8s.V1RoleRef(
+                    api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role_name
+                ),
+                subjects=[
+                    k8s.RbacV1Subject(kind="ServiceAccount", name="debugger", namespace=namespace)
+                ],
+            )
+        )
+
+        def allowed() -> bool | str:
+            status, body, _ = _get(proc.secure_url, "/flagz", token=token)
+            return status == 200 or f"{status}: {body[:120]}"
+
+        wait_for(allowed, timeout=60, what="/flagz with the debug-reader binding")
+        for base in (proc.secure_url, upstream):
+            status, body, headers = _get(base, "/flagz", token=token)
+            assert status == 200 and body.startswith("\nkube-scheduler flagz\n"), (base, body)
+            assert headers["Content-Type"] == "text/plain; charset=utf-8"
+            status, body, _ = _get(base, "/statusz", token=token)
+            assert status == 200 and body.startswith("\nkube-scheduler statusz\n"), (base, body)
+        ours = _get(proc.secure_url, "/flagz", token=token)[1]
+        assert any(line.startswith("secure-port") for line in ours.splitlines())
+
+        status, body, headers = _get(proc.secure_url, DEBUG_PATHS[2], token=token)
+        assert status == 200, body
+        assert headers["Content-Type"] == "application/json"
+        profile = json.loads(body)
+        # An idle scheduler's profile may hold no samples: py-spy leaves idle threads out.
+        assert "speedscope" in profile["$schema"] and "profiles" in profile, body[:200]
+        # kube-scheduler's answer to the same request is a Go pprof profile (gzip).
+        status, body, _ = _get(upstream, DEBUG_PATHS[2], token=token)
+        assert status == 200
+    finally:
+        for binding in rbac_api.list_cluster_role_binding().items:
+            if binding.role_ref.name == role_name:
+                rbac_api.delete_cluster_role_binding(binding.metadata.name)
+        rbac_api.delete_cluster_role(role_name)
+
+    theirs = _raw_plain_http(upstream)
+    assert theirs.startswith(b"HTTP/1.0 400 Bad Request\r\n")
+    assert _raw_plain_http(proc.secure_url) == theirs
 
 
 def _served_chain(base: str) -> x509.Certificate:

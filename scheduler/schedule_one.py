@@ -346,7 +346,8 @@ class PodCycle:
         with self.s.dispatcher.exclusive(POD_BINDING, pod.uid):
             status = fwk.run_bind_plugins(state, pod, host)
         if status is not None:
-            log.info("failed to bind pod", pod=pod.key, node=host, error=status.message())
+            if v_enabled(1):  # kube-scheduler's V(1)
+                log.info("failed to bind pod", pod=pod.key, node=host, error=status.message())
             return status, None
         self.s.cache.finish_binding(pod)
         self.s.recorder.eventf(
@@ -465,7 +466,8 @@ class PodCycle:
             log.info("pod has been assigned to node; not requeueing", pod=pod.key)
             queue.done(pod.uid)
         elif cached.uid != pod.uid:
-            log.info("pod was recreated while handling scheduling failure", pod=pod.key)
+            if v_enabled(2):
+                log.info("pod was recreated while handling scheduling failure", pod=pod.key)
             queue.done(pod.uid)
             return
         else:

@@ -8,6 +8,7 @@ API dispatcher, and stops them in order.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -108,12 +109,17 @@ class Scheduler:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stops the loop, lets running bindings finish, closes the plugins, drains the API
-        dispatcher."""
+        dispatcher; all within `timeout` (a binding stuck on an unreachable API server is left
+        to the process's exit, and bindings not started yet are cancelled)."""
+        deadline = time.monotonic() + timeout
         self._stop.set()
         self.queue.close()
         if self._thread is not None:
             self._thread.join(timeout)
-        self._binding_pool.shutdown(wait=True, cancel_futures=False)
+        self._binding_pool.shutdown(wait=False, cancel_futures=True)
+        # The executor has no bounded wait: its worker threads are joined with the deadline.
+        for thread in list(self._binding_pool._threads):
+            thread.join(max(0.0, deadline - time.monotonic()))
         for fwk in self.profiles.values():
             fwk.close()
-        self.dispatcher.close(timeout)
+        self.dispatcher.close(max(0.0, deadline - time.monotonic()))

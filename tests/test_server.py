@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from scheduler import metrics
-from scheduler.cmd.server import HealthServer
+from scheduler.cmd.server import DebugPages, HealthServer
 
 
 class Ready:
@@ -166,3 +166,50 @@ def test_livez_and_healthz_fail_with_a_failing_liveness_check() -> None:
         assert get(srv, "/readyz")[0] == 200  # readiness does not include it
     finally:
         srv.stop()
+
+
+def test_flagz_and_statusz_are_served() -> None:
+    pages = DebugPages(flags={"v": "2"}, started=0.0)
+    srv = HealthServer("127.0.0.1", 0, readiness=list, pages=pages)
+    srv.start()
+    try:
+        code, body, headers = get(srv, "/flagz")
+        assert code == 200 and headers["Content-Type"] == "text/plain; charset=utf-8"
+        assert body.decode().startswith("\nkube-scheduler flagz\n")
+        accept = {"Accept": "application/json;as=Statusz;v=v1beta1;g=config.k8s.io"}
+        code, body, _ = get(srv, "/statusz", accept)
+        assert code == 200
+        assert "/debug" in json.loads(body)["paths"] and "/flagz" in json.loads(body)["paths"]
+        assert get(srv, "/flagz", {"Accept": "application/xml"})[0] == 406
+    finally:
+        srv.stop()
+
+
+def test_profile_path_is_a_speedscope_cpu_profile_and_absent_without_profiling() -> None:
+    srv = HealthServer("127.0.0.1", 0, readiness=list)
+    off = HealthServer("127.0.0.1", 0, readiness=list, pages=DebugPages(profiling=False))
+    srv.start()
+    off.start()
+    try:
+        code, body, headers = get(srv, "/debug/pprof/profile?seconds=1")
+        assert code == 200, body
+        assert headers["Content-Type"] == "application/json"
+        assert "speedscope" in json.loads(body)["$schema"]
+        code, body, _ = get(srv, "/debug/pprof/profile?seconds=1&format=collapsed")
+        assert code == 200
+        code, body, _ = get(srv, "/debug/pprof/profile?seconds=1&format=pprof")
+        assert code == 400 and b"unknown format" in body
+        assert get(off, "/debug/pprof/profile?seconds=1")[0] == 404
+        assert (
+            "/debug"
+            not in json.loads(
+                get(
+                    off,
+                    "/statusz",
+                    {"Accept": "application/json;as=Statusz;v=v1beta1;g=config.k8s.io"},
+                )[1]
+            )["paths"]
+        )
+    finally:
+        srv.stop()
+        off.stop()

@@ -29,6 +29,7 @@ REASON_SERVER_TIMEOUT = "ServerTimeout"
 REASON_METHOD_NOT_ALLOWED = "MethodNotAllowed"
 
 CAUSE_RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
+CAUSE_NAMESPACE_TERMINATING = "NamespaceTerminating"  # v1.NamespaceTerminatingCause
 
 # The reason client-go assigns to a bare HTTP error (no Status body), by code.
 _REASON_FOR_CODE = {
@@ -139,6 +140,15 @@ class ApiError(Exception):
     @property
     def forbidden(self) -> bool:
         return self._is(REASON_FORBIDDEN, 403)
+
+    @property
+    def namespace_terminating(self) -> bool:
+        """A create refused because its namespace is being deleted (the NamespaceTerminating
+        cause, apierrors.HasStatusCause), or the namespace is gone already (404 for it)."""
+        causes = self.details.get("causes") or ()
+        if any(c.get("reason") == CAUSE_NAMESPACE_TERMINATING for c in causes):
+            return True
+        return self.not_found and self.details.get("kind") == "namespaces"
 
     @property
     def resource_version_too_large(self) -> bool:

@@ -162,7 +162,7 @@ class ApiDispatcher:
                 call()
             except Exception as err:
                 result = "error"
-                log.warning("API call failed", call_type=call_type, object=key, error=str(err))
+                log.error("API call failed", call_type=call_type, object=key, error=str(err))
             finally:
                 elapsed = time.perf_counter() - start
                 metrics.async_api_call_execution.labels(call_type, result).inc()
@@ -183,9 +183,10 @@ class ApiDispatcher:
 
     def close(self, timeout: float = 5.0) -> None:
         """Finishes queued calls (up to `timeout`) and stops the workers."""
+        deadline = time.monotonic() + timeout
         self.wait_idle(timeout)
         with self._lock:
             self._closed = True
             self._work_ready.notify_all()
         for thread in self._threads:
-            thread.join(timeout=1.0)
+            thread.join(timeout=max(0.0, min(1.0, deadline - time.monotonic())))

@@ -201,6 +201,11 @@ class EventRecorder:
         self._seq = itertools.count()
         self._in_flight = 0
         self._closing = False
+        # Set once stop() begins: a write that fails is then dropped at once, without a line of
+        # its own; all that was not sent is reported in one line (`unsent_at_stop`).
+        self._stopping = False
+        self.unsent_at_stop = 0
+        self._unsent_reported = False
         self._threads: list[threading.Thread] = []
         # The series cache, the last event name's nanos and the maintenance times.
         self._cache_lock = threading.Lock()
@@ -234,15 +239,44 @@ class EventRecorder:
             thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Posts what is buffered (up to `timeout`), then ends the senders; retries are
-        dropped."""
+        """Posts what is buffered within `timeout` in all, then ends the senders. A write that
+        fails meanwhile is not retried; what is left unsent is dropped with one log line."""
+        deadline = time.monotonic() + timeout
+        self.begin_stop()
         self.flush(timeout)
         with self._work:
             self._closing = True
             self._work.notify_all()
-        deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        self.report_unsent()
+
+    def begin_stop(self) -> None:
+        """From now on a write that fails is dropped, not retried, and logs no line of its own
+        (the process is stopping: stop() reports all that was not sent in one line)."""
+        with self._work:
+            self._stopping = True
+            self._work.notify_all()  # due retries are dropped by the senders now
+
+    def report_unsent(self) -> int:
+        """Counts what stop() could not send (left in the buffer, retries, writes still
+        waiting on the API server) and logs it once; returns the count."""
+        with self._work:
+            if self._unsent_reported:
+                return self.unsent_at_stop
+            self._unsent_reported = True
+            self.unsent_at_stop += len(self._queue) + len(self._retries) + self._in_flight
+            self._queue.clear()
+            self._retries.clear()
+            unsent = self.unsent_at_stop
+        if unsent:
+            log.warning(
+                "dropping unsent events at shutdown",
+                count=unsent,
+                sent=self.sent,
+                failed=self.failed,
+            )
+        return unsent
 
     def flush(self, timeout: float) -> bool:
         """Waits until every recorded event was written or abandoned; False on timeout."""
@@ -280,8 +314,11 @@ class EventRecorder:
             message,
         )
         with self._work:
-            if len(self._queue) >= self.buffer_size or self._closing:
-                self._drop(record, "recorder stopped" if self._closing else "buffer full")
+            if self._closing:
+                self.unsent_at_stop += 1  # in the one line report_unsent writes
+                return
+            if len(self._queue) >= self.buffer_size:
+                self._drop(record, "buffer full")
                 return
             self._queue.append(record)
             self._work.notify()
@@ -312,9 +349,13 @@ class EventRecorder:
                         break
                     self._work.wait(wait)
                 if self._closing and not self._queue:
+                    self.unsent_at_stop += len(self._retries)
                     self._retries.clear()
                     self._idle.notify_all()
                     return
+                if self._stopping and self._retries:
+                    self.unsent_at_stop += len(self._retries)
+                    self._retries.clear()
                 record = self._queue.popleft() if self._queue else None
                 self._in_flight += 1
             try:
@@ -418,7 +459,10 @@ class EventRecorder:
                 log.debug("event already written as a series", name=entry.name)
                 return True
             self._tally(failed=1)
-            log.error(
+            # Nothing for an operator to do about an Event whose namespace is being (or has
+            # been) deleted: client-go's record broadcaster logs that at V(5).
+            report = log.debug if err.namespace_terminating else log.error
+            report(
                 "server rejected event (will not retry)",
                 name=entry.name,
                 namespace=entry.namespace,
@@ -436,11 +480,16 @@ class EventRecorder:
             self.failed += failed
 
     def _retry_later(self, send: _Send, err: Exception) -> bool:
+        if self._stopping:
+            with self._work:
+                self.unsent_at_stop += 1
+            return True
         if send.tries >= self._max_tries:
             self._tally(failed=1)
             log.error("unable to write event (retry limit exceeded)", name=send.entry.name)
             return True
-        log.info("unable to write event (will retry)", name=send.entry.name, error=str(err))
+        # client-go's events broadcaster logs each failed write it will retry as an error.
+        log.error("unable to write event (will retry)", name=send.entry.name, error=str(err))
         due = time.monotonic() + jittered(self._retry_interval, 0.25)
         with self._work:
             heapq.heappush(self._retries, (due, next(self._seq), send))

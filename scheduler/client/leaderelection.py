@@ -24,6 +24,7 @@ from scheduler.api.json_types import Json
 from scheduler.client.backoff import jittered
 from scheduler.client.events import ObjectRef, micro_time
 from scheduler.clock import Clock, RealClock
+from scheduler.logging import v_enabled
 
 log = structlog.get_logger(__name__)
 
@@ -325,9 +326,10 @@ class LeaderElector:
                 self._set_observed(record)
                 return True
             except (ApiError, ApiConnectionError) as err:
-                log.info(
-                    "failed to update lease optimistically", lock=self.describe, error=str(err)
-                )
+                if v_enabled(2):
+                    log.info(
+                        "failed to update lease optimistically", lock=self.describe, error=str(err)
+                    )
 
         try:
             lease = self.api.get_lease(cfg.namespace, cfg.name, within=self._left(deadline))

@@ -35,6 +35,7 @@ from scheduler.api.json_types import Json
 from scheduler.client.backoff import Backoff
 from scheduler.client.rest import Query, RestClient, StreamResponse
 from scheduler.client.watch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, LineSplitter
+from scheduler.logging import v_enabled
 
 log = structlog.get_logger(__name__)
 
@@ -141,7 +142,8 @@ class Reflector:
                 if self._stopped.is_set():
                     break
                 if isinstance(err, ApiError | ApiConnectionError):
-                    log.warning("list and watch failed", reflector=self.name, error=str(err))
+                    # client-go's DefaultWatchErrorHandler: HandleError, an error line.
+                    log.error("list and watch failed", reflector=self.name, error=str(err))
                 else:
                     log.exception("list and watch failed", reflector=self.name)
             if self._stopped.wait(self._backoff.step()):
@@ -185,7 +187,7 @@ class Reflector:
                 raise _NotServed from err
             if not (err.gone or err.resource_version_too_large):
                 raise
-            log.info("relisting at the newest version", reflector=self.name, error=str(err))
+            log.debug("relisting at the newest version", reflector=self.name, error=str(err))
             self._rv_unavailable = True
             self.store.replace(self._list_pages("", result), "")
         self._rv_unavailable = False
@@ -278,7 +280,7 @@ class Reflector:
                     self.spec.path, query, read_timeout=timeout_seconds + WATCH_READ_SLACK
                 )
             except ApiConnectionError as err:
-                log.info("watch failed, backing off", reflector=self.name, error=str(err))
+                log.debug("watch failed, backing off", reflector=self.name, error=str(err))
                 self._wait_backoff()
                 continue
             except ApiError as err:
@@ -299,6 +301,8 @@ class Reflector:
                 with self._stream_lock:
                     self._stream = None
                 stream.close()
+            if self._stopped.is_set():
+                return  # stop() cut the watch: not a short watch to report
             if events == 0 and time.monotonic() - started < VERY_SHORT_WATCH:
                 log.info("very short watch", reflector=self.name)
                 self._wait_backoff()
@@ -306,10 +310,11 @@ class Reflector:
     def _on_watch_error(self, err: ApiError) -> None:
         """A failed watch request or an ERROR event: retry, or ask for a relist."""
         if err.gone:
-            log.info("watch closed: resourceVersion too old", reflector=self.name, error=str(err))
+            log.debug("watch closed: resourceVersion too old", reflector=self.name, error=str(err))
             raise _RelistNeeded from err
         if err.too_many_requests or err.service_unavailable or err.status >= 500:
-            log.info("watch rejected, backing off", reflector=self.name, error=str(err))
+            if v_enabled(2):
+                log.info("watch rejected, backing off", reflector=self.name, error=str(err))
             self._wait_backoff()
             return
         raise err
@@ -336,14 +341,14 @@ class Reflector:
                     if event_type in (ADDED, MODIFIED, DELETED):
                         store.apply(event_type, obj)
                     elif event_type != BOOKMARK:
-                        log.warning("unknown watch event", reflector=self.name, type=event_type)
+                        log.error("unknown watch event", reflector=self.name, type=event_type)
                         continue
                     rv = (obj.get("metadata") or {}).get("resourceVersion")
                     if rv:
                         self._last_rv = rv
                     count += 1
         except (ApiConnectionError, orjson.JSONDecodeError) as err:
-            if not self._stopped.is_set():
+            if not self._stopped.is_set() and v_enabled(1):  # client-go: unexpected EOF, V(1)
                 log.info("watch connection lost", reflector=self.name, error=str(err))
         return count
 

@@ -34,6 +34,7 @@ from scheduler.client.config import ClientConfig
 from scheduler.client.ratelimit import TokenBucket
 from scheduler.client.tls import send_certificate_file_only
 from scheduler.client.transport import ConnectionPool, Response, StreamResponse
+from scheduler.logging import v_enabled
 
 log = structlog.get_logger(__name__)
 
@@ -47,7 +48,33 @@ IDEMPOTENT_VERBS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 MAX_RETRY_AFTER_RETRIES = 10  # client-go's maxRetries for Retry-After responses
-LONG_THROTTLE = 1.0  # client-go logs waits on its own rate limiter above this
+# client-go's request.go: a wait on the client's own rate limiter longer than LONG_THROTTLE is
+# a V(3) line; one longer than EXTRA_LONG_THROTTLE is also logged at V(2) at most once a second,
+# else at V(0) at most once every 10 s (its throttledLogger).
+LONG_THROTTLE = 0.05
+EXTRA_LONG_THROTTLE = 1.0
+THROTTLE_LOG_INTERVALS = ((2, 1.0), (0, 10.0))
+
+
+class _ThrottledLog:
+    """client-go's globalThrottledLogger: the first verbosity enabled decides the interval."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = dict.fromkeys((v for v, _ in THROTTLE_LOG_INTERVALS), float("-inf"))
+
+    def attempt(self, now: float) -> bool:
+        for verbosity, interval in THROTTLE_LOG_INTERVALS:
+            if v_enabled(verbosity):
+                with self._lock:
+                    if now - self._last[verbosity] < interval:
+                        return False
+                    self._last[verbosity] = now
+                    return True
+        return False
+
+
+_THROTTLED_LOG = _ThrottledLog()
 MAX_ERROR_BODY = 1 << 20
 
 Query = Mapping[str, str | int | bool]
@@ -264,7 +291,11 @@ class RestClient:
         self._observe(
             self._throttle_durations, metrics.rest_client_rate_limiter_duration, method, waited
         )
-        if waited > LONG_THROTTLE:
+        if waited <= LONG_THROTTLE:
+            return
+        if v_enabled(3) or (
+            waited > EXTRA_LONG_THROTTLE and _THROTTLED_LOG.attempt(time.monotonic())
+        ):
             log.info(
                 "waited due to client-side throttling, not priority and fairness",
                 seconds=round(waited, 3),

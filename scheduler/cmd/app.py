@@ -47,9 +47,10 @@ from scheduler.client.ratelimit import TokenBucket
 from scheduler.client.rest import RestClient
 from scheduler.client.storage import StorageInformers
 from scheduler.clock import RealClock
+from scheduler.cmd import shutdown
 from scheduler.cmd.auth import Authenticator, Authorizer, RequestGuard, TokenAuthenticator
 from scheduler.cmd.options import Options
-from scheduler.cmd.server import HealthServer
+from scheduler.cmd.server import DebugPages, HealthServer
 from scheduler.cmd.tls import TLSConfigError, server_context
 from scheduler.config.types import KubeSchedulerConfiguration
 from scheduler.eventhandlers import EventHandlers, PodTransform, transform_node
@@ -59,14 +60,18 @@ from scheduler.framework.gang import GangLister
 from scheduler.framework.interface import StorageLister
 from scheduler.framework.profile_spec import ProfileSpec
 from scheduler.framework.registry import Registry
-from scheduler.framework.runtime import Framework, FrameworkError, FrameworkServices
+from scheduler.framework.runtime import (
+    Framework,
+    FrameworkError,
+    FrameworkServices,
+    PluginArgsError,
+)
 from scheduler.plugins.registry import full_registry
 from scheduler.scheduler import BINDING_WORKERS, Scheduler
 
 log = structlog.get_logger(__name__)
 
 SYNC_TIMEOUT = 300.0
-EVENT_FLUSH_ON_STOP = 2.0
 # The delegating authenticator's and authorizer's client: QPS 200, burst 400 (apiserver's
 # DelegatingAuthenticationOptions.getClient), never throttled behind the scheduler's calls.
 REVIEW_QPS = 200.0
@@ -87,10 +92,33 @@ def profile_specs(config: KubeSchedulerConfiguration) -> list[ProfileSpec]:
 def build_frameworks(
     config: KubeSchedulerConfiguration, registry: Registry, services: FrameworkServices
 ) -> dict[str, Framework]:
-    """One framework per profile; plugin args are decoded and validated here."""
-    return {
-        spec.scheduler_name: Framework(spec, registry, services) for spec in profile_specs(config)
-    }
+    """One framework per profile; plugin args are decoded and validated here. An error names
+    the config file, the profile and the plugin's pluginConfig entry, as a FieldError does."""
+    frameworks: dict[str, Framework] = {}
+    for i, spec in enumerate(profile_specs(config)):
+        try:
+            frameworks[spec.scheduler_name] = Framework(spec, registry, services)
+        except PluginArgsError as err:
+            raise FrameworkError(_args_error(config, i, err)) from err
+        except FrameworkError as err:
+            where = f"profiles[{i}] (schedulerName {spec.scheduler_name!r})"
+            raise FrameworkError(f"{config.source}: {where}: {err}") from err
+    return frameworks
+
+
+def _args_error(config: KubeSchedulerConfiguration, index: int, err: PluginArgsError) -> str:
+    profile = config.profiles[index]
+    entry = next((j for j, pc in enumerate(profile.plugin_config) if pc.name == err.plugin), None)
+    if entry is None:  # a plugin's default args: there is no entry in the file to point at
+        path = f"profiles[{index}].pluginConfig[name={err.plugin}].args"
+    else:
+        path = f"profiles[{index}].pluginConfig[{entry}].args"
+    if err.path:
+        path += f".{err.path}"
+    return (
+        f"{config.source}: {path}: {err.message} "
+        f"(plugin {err.plugin}, profile {profile.scheduler_name!r})"
+    )
 
 
 def build_queue(
@@ -283,6 +311,7 @@ class App:
         servers: list[HealthServer] = []
         config = self.options.config
         secure = self.options.secure_serving
+        pages = DebugPages(flags=self.options.flags, profiling=config.enable_profiling)
         try:
             if secure.port:
                 # Reviews go through their own client: not fenced when the lease is lost, and
@@ -318,6 +347,7 @@ class App:
                         configz=config.to_dict,
                         tls=tls,
                         guard=guard,
+                        pages=pages,
                     )
                 )
             if self.options.port:
@@ -328,6 +358,7 @@ class App:
                         readiness=self.readiness,
                         liveness=self.liveness,
                         configz=config.to_dict,
+                        pages=pages,
                     )
                 )
         except BaseException:
@@ -493,16 +524,23 @@ class App:
         log.info("kube-pysched stopped after losing the lease")
 
     def stop(self) -> None:
-        """Stops in reverse order; buffered events are flushed and the lease released."""
+        """Stops in reverse order, each step within its budget (scheduler.cmd.shutdown):
+        buffered events are flushed (what cannot be sent is dropped with one line) and the
+        lease released when the API server answers."""
         self.stopped.set()
+        # From here a failed Event write is dropped (counted in one line), not retried, and no
+        # reflector opens another watch while the rest stops.
+        self.recorder.begin_stop()
+        informers = self._informers()
+        for informer in informers:
+            informer.reflector.stop()
         if self._scheduling:
-            self.scheduler.stop()
+            self.scheduler.stop(timeout=shutdown.STOP_SCHEDULER)
         if self.elector is not None:
-            self.elector.stop()
-        for informer in reversed(self._informers()):
-            informer.stop(timeout=2.0)
+            self.elector.stop(timeout=shutdown.STOP_ELECTOR)
+        shutdown.stop_all(informers, timeout=shutdown.STOP_INFORMERS)
         # Events are best effort (as client-go's broadcaster): a short flush, then exit.
-        self.recorder.stop(timeout=EVENT_FLUSH_ON_STOP)
+        self.recorder.stop(timeout=shutdown.STOP_EVENTS)
         for server in self.servers:
             server.stop()
         gc_pauses.POLICY.release()
@@ -518,13 +556,19 @@ def run(options: Options, *, registry: Registry | None = None, install_signals: 
     try:
         app = App(options, registry if registry is not None else full_registry())
     except (FrameworkError, ClientConfigError, TLSConfigError, OSError) as err:
-        log.error("cannot start kube-pysched", error=str(err))
+        # One line on stderr, as the CLI reports the config file's own errors (not a log line
+        # besides: the operator reads each problem once).
         print(f"kube-pysched: {err}", file=sys.stderr)
         return 1
+    watchdog = shutdown.Watchdog(app.recorder.report_unsent)
     if install_signals:
 
         def on_signal(signum: int, _frame: FrameType | None) -> None:
+            if app.stopped.is_set():  # a second signal: no more waiting
+                log.info("received a second signal, exiting now")
+                shutdown.exit_now(1)
             log.info("received signal, shutting down", signal=signal.Signals(signum).name)
+            watchdog.start()
             app.stopped.set()
 
         signal.signal(signal.SIGTERM, on_signal)
@@ -537,10 +581,10 @@ def run(options: Options, *, registry: Registry | None = None, install_signals: 
             app.abandon()
         else:
             app.stop()
-    if app.lost_lease and install_signals:
-        # As kube-scheduler's klog.FlushAndExit: calls stuck on a partitioned API server must
+    code = 1 if app.lost_lease else 0
+    if install_signals:
+        # As kube-scheduler's klog.FlushAndExit: calls stuck on an unreachable API server must
         # not hold the exit (the thread pools' atexit joins would wait for each of them).
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
-    return 1 if app.lost_lease else 0
+        shutdown.exit_now(code)
+    watchdog.cancel()
+    return code

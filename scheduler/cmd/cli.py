@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from scheduler import __version__
 from scheduler.cmd.options import (
@@ -20,6 +20,7 @@ from scheduler.cmd.options import (
     Options,
     SecureServing,
 )
+from scheduler.cmd.zpages import flag_values
 from scheduler.config import ConfigError, load_config
 from scheduler.config.duration import parse_duration
 from scheduler.config.types import KubeSchedulerConfiguration
@@ -253,8 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the scheduler and returns the process exit code; --help and --version return 0."""
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as done:  # argparse has printed the help, version or usage error
         return done.code if isinstance(done.code, int) else EXIT_USAGE
     if not is_loopback(args.address):
@@ -279,14 +281,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1
-    options = options_from_args(args, config)
+    options = options_from_args(args, config, flags=flag_values(parser, args))
     configure_logging(options.log_format, options.verbosity)
     from scheduler.cmd.app import run
 
     return run(options, registry=registry)
 
 
-def options_from_args(args: argparse.Namespace, config: KubeSchedulerConfiguration) -> Options:
+def options_from_args(
+    args: argparse.Namespace,
+    config: KubeSchedulerConfiguration,
+    flags: Mapping[str, str] | None = None,
+) -> Options:
     """Flags win over the file; the config is updated too so /configz shows what is in effect."""
     if args.kubeconfig:
         config.client_connection.kubeconfig = args.kubeconfig
@@ -312,4 +318,5 @@ def options_from_args(args: argparse.Namespace, config: KubeSchedulerConfigurati
         log_format=args.log_format,
         verbosity=args.verbosity,
         pod_max_in_unschedulable_pods_duration=args.pod_max_in_unschedulable_pods_duration,
+        flags=dict(flags or {}),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scheduler.config.types import KubeSchedulerConfiguration
@@ -46,3 +47,4 @@ class Options:
     log_format: str = "json"  # json | console
     verbosity: int = 0  # klog-style -v: 2 per-pod results, 4 and above logs at debug
     pod_max_in_unschedulable_pods_duration: float = DEFAULT_MAX_IN_UNSCHEDULABLE  # seconds
+    flags: Mapping[str, str] = field(default_factory=dict)  # every flag's value, for /flagz

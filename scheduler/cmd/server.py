@@ -1,9 +1,11 @@
-"""The HTTP endpoints: /metrics, /healthz, /livez, /readyz, /configz.
+"""The HTTP endpoints: /metrics, /healthz, /livez, /readyz, /configz, /flagz, /statusz and
+/debug/pprof/profile.
 
 One HealthServer per port: the secure port (HTTPS on 10259, every request authenticated and
 authorized by a RequestGuard, as kube-scheduler's) and, for development only, a plain-HTTP port
 on loopback without either. The TLS handshake runs on the connection's own thread, so a slow or
-broken client never holds the accept loop.
+broken client never holds the accept loop. Plain HTTP sent to the HTTPS port is answered with
+Go's net/http 400 ("Client sent an HTTP request to an HTTPS server.") rather than a reset.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import socket
 import socketserver
 import ssl
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
@@ -24,6 +28,7 @@ import structlog
 from prometheus_client.exposition import choose_encoder, gzip_accepted
 
 from scheduler import metrics
+from scheduler.cmd import profiling, zpages
 from scheduler.cmd.auth import RequestGuard
 
 Readiness = Callable[[], list[tuple[str, bool]]]
@@ -31,6 +36,12 @@ TEXT = "text/plain; charset=utf-8"
 HANDSHAKE_TIMEOUT = 10.0
 # kube-scheduler registers its configuration under this name on /configz.
 CONFIGZ_NAME = "componentconfig"
+PROFILE_PATH = "/debug/pprof/profile"
+# Go's net/http: the first bytes of a plain HTTP request where a TLS record header belongs.
+HTTP_METHOD_PREFIXES = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")
+PLAIN_HTTP_REPLY = (
+    b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+)
 
 log = structlog.get_logger(__name__)
 
@@ -77,6 +88,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._checks("readyz", self._run_checks(self.server.readiness, "readiness"), verbose)
         elif path == "/configz":
             self._configz()
+        elif path == "/flagz":
+            self._page(zpages.flagz(self.server.pages.flags, self.headers.get("Accept", "")))
+        elif path == "/statusz":
+            pages = self.server.pages
+            accept = self.headers.get("Accept", "")
+            self._page(zpages.statusz(pages.started, self.server.paths(), accept))
+        elif path == PROFILE_PATH and self.server.pages.profiling:
+            self._profile(query)
         else:
             self._reply(404, b"404 page not found\n", TEXT)
 
@@ -116,6 +135,16 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._reply(200, body, "application/json")
 
+    def _page(self, page: zpages.Page) -> None:
+        self._reply(page.code, page.body, page.content_type, dict(page.headers))
+
+    def _profile(self, query: str) -> None:
+        result = profiling.cpu_profile(query)
+        headers = {"X-Content-Type-Options": "nosniff"}
+        if result.filename:
+            headers["Content-Disposition"] = f'attachment; filename="{result.filename}"'
+        self._reply(result.code, result.body, result.content_type, headers)
+
     def _reply(
         self, code: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
     ) -> None:
@@ -129,6 +158,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
+@dataclass(frozen=True)
+class DebugPages:
+    """What /flagz, /statusz and the profile path serve: the flags in effect, the process's
+    start time, and whether profiling is on (the configuration's enableProfiling)."""
+
+    flags: Mapping[str, str] = field(default_factory=dict)
+    started: float = field(default_factory=time.time)
+    profiling: bool = True
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -140,6 +179,7 @@ class _Server(ThreadingHTTPServer):
         configz: Callable[[], Any],
         tls: ssl.SSLContext | None,
         guard: RequestGuard | None,
+        pages: DebugPages,
     ) -> None:
         # An IPv6 bind address ("::", "::1") needs an IPv6 socket.
         if ":" in address[0]:
@@ -150,6 +190,12 @@ class _Server(ThreadingHTTPServer):
         self.configz = configz
         self.tls = tls
         self.guard = guard
+        self.pages = pages
+
+    def paths(self) -> list[str]:
+        """The paths this server answers (statusz lists them)."""
+        served = ["/configz", "/flagz", "/healthz", "/livez", "/metrics", "/readyz", "/statusz"]
+        return [*served, PROFILE_PATH] if self.pages.profiling else served
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         """On the connection's thread: the TLS handshake first, when this port is HTTPS."""
@@ -157,6 +203,11 @@ class _Server(ThreadingHTTPServer):
             super().finish_request(request, client_address)
             return
         request.settimeout(HANDSHAKE_TIMEOUT)
+        if _looks_like_http(request):
+            with contextlib.suppress(OSError):
+                request.sendall(PLAIN_HTTP_REPLY)
+            log.debug("plain HTTP request on the HTTPS port", client=str(client_address[0]))
+            return
         try:
             conn = self.tls.wrap_socket(request, server_side=True)
         except (OSError, ssl.SSLError) as err:
@@ -177,6 +228,15 @@ class _Server(ThreadingHTTPServer):
         self.server_port = int(port)
 
 
+def _looks_like_http(request: socket.socket) -> bool:
+    """Peeks at the first five bytes (a TLS record header's length) without consuming them."""
+    try:
+        head = request.recv(5, socket.MSG_PEEK | socket.MSG_WAITALL)
+    except OSError:
+        return False
+    return head in HTTP_METHOD_PREFIXES
+
+
 class HealthServer:
     """Binds at construction (so a taken port fails fast); serves on a thread after start()."""
 
@@ -190,13 +250,22 @@ class HealthServer:
         configz: Callable[[], Any] = dict,
         tls: ssl.SSLContext | None = None,
         guard: RequestGuard | None = None,
+        pages: DebugPages | None = None,
     ) -> None:
         """`readiness` serves /readyz and `liveness` /healthz and /livez: (check, passed).
 
         With `tls` the port is HTTPS; with `guard` every request is authenticated and
         authorized first (kube-scheduler's secure port has both).
         """
-        self._server = _Server((bind_address, port), readiness, liveness, configz, tls, guard)
+        self._server = _Server(
+            (bind_address, port),
+            readiness,
+            liveness,
+            configz,
+            tls,
+            guard,
+            pages if pages is not None else DebugPages(),
+        )
         self.secure = tls is not None
         self.bind_address = bind_address
         self.port: int = self._server.server_address[1]

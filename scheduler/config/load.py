@@ -227,8 +227,11 @@ def parse_config(
     cfg.delay_cache_until_active = _or(
         d.bool_(top, "delayCacheUntilActive", ""), cfg.delay_cache_until_active
     )
-    for key in ("enableProfiling", "enableContentionProfiling"):
-        d.bool_(top, key, "")
+    cfg.enable_profiling = _or(d.bool_(top, "enableProfiling", ""), cfg.enable_profiling)
+    cfg.enable_contention_profiling = _or(
+        d.bool_(top, "enableContentionProfiling", ""), cfg.enable_contention_profiling
+    )
+    cfg.source = source
     cfg.leader_election = _leader_election(d, top.get("leaderElection"))
     cfg.client_connection = _client_connection(d, top.get("clientConnection"))
     # Checked last, where kube-scheduler validates extenders.

@@ -140,6 +140,11 @@ class KubeSchedulerConfiguration:
     pod_max_backoff_seconds: int = 10
     profiles: list[Profile] = field(default_factory=list)
     delay_cache_until_active: bool = False
+    # kube-scheduler's defaults: the profile path is served (enableProfiling).
+    enable_profiling: bool = True
+    enable_contention_profiling: bool = True
+    # Where the configuration came from (the --config file), for messages; not configuration.
+    source: str = field(default="<config>", compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The effective configuration in the file's own format (served on /configz)."""
@@ -154,4 +159,6 @@ class KubeSchedulerConfiguration:
             "podMaxBackoffSeconds": self.pod_max_backoff_seconds,
             "profiles": [p.to_dict() for p in self.profiles],
             "delayCacheUntilActive": self.delay_cache_until_active,
+            "enableProfiling": self.enable_profiling,
+            "enableContentionProfiling": self.enable_contention_profiling,
         }

@@ -71,3 +71,13 @@ def test_scheduler_retriable_errors() -> None:
     assert not is_retriable(ApiError(409, "Conflict", ""))
     assert is_retriable_with_conflict(ApiError(409, "Conflict", ""))
     assert not is_retriable_with_conflict(ApiError(404, "NotFound", ""))
+
+
+def test_namespace_terminating_is_the_cause_or_a_missing_namespace() -> None:
+    cause = {"causes": [{"reason": "NamespaceTerminating"}]}
+    assert ApiError(403, "Forbidden", "terminating", details=cause).namespace_terminating
+    gone = ApiError(404, "NotFound", 'namespaces "x" not found', details={"kind": "namespaces"})
+    assert gone.namespace_terminating
+    pod_gone = ApiError(404, "NotFound", 'pods "p" not found', details={"kind": "pods"})
+    assert not pod_gone.namespace_terminating
+    assert not ApiError(403, "Forbidden", "no").namespace_terminating

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import structlog
 
 from scheduler import metrics
 from scheduler.api.errors import ApiConnectionError, ApiError
@@ -321,3 +322,53 @@ def test_a_series_comes_out_whole_when_its_writes_cross(api: FakeEventsApi) -> N
         # Stored as a series by the patch that found no Event, or patched into one (again
         # after a retry if its create had crossed the plain one).
         assert stored.get("series", {}).get("count") == 2 or (patched and set(patched) == {2})
+
+
+def test_a_rejection_for_a_terminating_or_gone_namespace_is_not_an_error(
+    recorder: EventRecorder, api: FakeEventsApi
+) -> None:
+    terminating = ApiError(
+        403,
+        "Forbidden",
+        "unable to create new content in namespace ns because it is being terminated",
+        details={"causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace"}]},
+    )
+    gone = ApiError(404, "NotFound", 'namespaces "ns" not found', details={"kind": "namespaces"})
+    invalid = ApiError(422, "Invalid", "note too long")
+    api.failures = [terminating, gone, invalid]
+    with structlog.testing.capture_logs() as logs:
+        for name in "abc":
+            recorder.eventf(pod(name), None, "Normal", "Scheduled", "Binding", "ok")
+        assert recorder.flush(5)
+    rejected = [r for r in logs if r["event"] == "server rejected event (will not retry)"]
+    assert [r["log_level"] for r in rejected] == ["debug", "debug", "error"]
+    assert recorder.failed == 3
+
+
+def test_at_stop_unsendable_events_are_dropped_with_one_line(
+    api: FakeEventsApi, clock: FakeClock
+) -> None:
+    rec = EventRecorder(
+        api,  # type: ignore[arg-type]
+        reporting_instance="kube-pysched-host1",
+        clock=clock,
+        retry_interval=60.0,  # a retry would not come before the stop is over
+        senders=1,
+    )
+    rec.start()
+    refused = ApiConnectionError("refused", refused=True, request_sent=False)
+    api.failures = [refused] * 3
+    with structlog.testing.capture_logs() as logs:
+        rec.eventf(pod("a"), None, "Normal", "Scheduled", "Binding", "ok")
+        assert not rec.flush(0.2)  # waiting for its retry
+        rec.begin_stop()
+        for name in "bc":
+            rec.eventf(pod(name), None, "Normal", "Scheduled", "Binding", "ok")
+        rec.stop(timeout=5)
+        rec.eventf(pod("d"), None, "Normal", "Scheduled", "Binding", "ok")  # after the stop
+        assert rec.report_unsent() == 4  # the late one is counted, and not logged again
+    events = [r["event"] for r in logs]
+    assert events.count("dropping unsent events at shutdown") == 1
+    assert events.count("unable to write event (will retry)") == 1  # before the stop began
+    dropped = next(r for r in logs if r["event"] == "dropping unsent events at shutdown")
+    assert dropped["count"] == 3

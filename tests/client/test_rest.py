@@ -227,3 +227,17 @@ def test_requests_are_rate_limited(server: FakeApiServer) -> None:
         rest.get("/version")
     assert len(slept) == 2
     assert slept[0] > 0.1
+
+
+@pytest.mark.parametrize(("verbosity", "interval"), [(0, 10.0), (2, 1.0)])
+def test_long_throttle_waits_are_logged_as_client_gos_throttled_logger(
+    monkeypatch: pytest.MonkeyPatch, verbosity: int, interval: float
+) -> None:
+    """At most once per interval: once a second at -v 2, once every 10 s below."""
+    from scheduler.client import rest
+
+    monkeypatch.setattr(rest, "v_enabled", lambda level: verbosity >= level)
+    throttled = rest._ThrottledLog()
+    assert throttled.attempt(100.0)
+    assert not throttled.attempt(100.0 + interval - 0.01)
+    assert throttled.attempt(100.0 + interval)

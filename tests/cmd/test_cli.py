@@ -85,4 +85,9 @@ def test_invalid_plugin_args_exit_1_before_connecting(tmp_path: Path) -> None:
     )
     result = run("--config", str(path), "--kubeconfig", str(kubeconfig), "--port", "0")
     assert result.returncode == 1
-    assert 'NodeResourcesFit: scoringStrategy.type: Unsupported value: "Fancy"' in result.stderr
+    # One line, naming the file, the field path from the file's root, the plugin and profile.
+    assert result.stderr.splitlines() == [
+        f"kube-pysched: {path}: profiles[0].pluginConfig[0].args.scoringStrategy.type: "
+        'Unsupported value: "Fancy": supported values: "LeastAllocated", "MostAllocated", '
+        "\"RequestedToCapacityRatio\" (plugin NodeResourcesFit, profile 'x')"
+    ]

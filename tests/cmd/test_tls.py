@@ -232,18 +232,6 @@ def test_given_pair_is_served(tmp_path: Path) -> None:
         srv.stop()
 
 
-def test_plain_http_to_the_secure_port_gets_no_answer(
-    secure: tuple[HealthServer, Path, Path],
-) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", secure[0].port, timeout=10)
-    try:
-        with pytest.raises((ConnectionError, http.client.HTTPException)):
-            conn.request("GET", "/metrics")
-            conn.getresponse()
-    finally:
-        conn.close()
-
-
 def test_generated_pair_without_memfd_leaves_no_files(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -274,3 +262,17 @@ def test_given_certificate_needs_no_cryptography(tmp_path: Path) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_plain_http_on_the_https_port_is_gos_400_not_a_reset(
+    secure: tuple[HealthServer, Path, Path],
+) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", secure[0].port, timeout=10)
+    try:
+        conn.request("GET", "/healthz")
+        resp = conn.getresponse()
+        assert (resp.status, resp.version) == (400, 10)
+        assert resp.read() == b"Client sent an HTTP request to an HTTPS server.\n"
+    finally:
+        conn.close()
+    assert _get(secure[0], "/healthz")[:2] == (200, b"ok")  # TLS clients are still served

@@ -119,7 +119,7 @@ class Cache:
                 # An update for an assumed pod means the informer saw the bind: confirm it.
                 self._assumed.discard(old.uid)
             if state.pod.node_name != new.node_name:
-                log.warning(
+                log.error(
                     "pod updated on a different node than previously added to",
                     pod=new.key,
                     node=new.node_name,

@@ -32,6 +32,7 @@ from scheduler.framework.types import (
     NominatingMode,
     PostFilterResult,
 )
+from scheduler.logging import v_enabled
 
 log = structlog.get_logger(__name__)
 
@@ -91,12 +92,13 @@ class Evaluator:
         )
         if candidate is None:
             return result, status
-        log.info(
-            "the target node for the preemption is determined",
-            pod=pod.key,
-            node=candidate.node_name,
-            victims=[v.key for v in candidate.victims],
-        )
+        if v_enabled(2):  # kube-scheduler's V(2), as every line of this module
+            log.info(
+                "the target node for the preemption is determined",
+                pod=pod.key,
+                node=candidate.node_name,
+                victims=[v.key for v in candidate.victims],
+            )
         message = (
             f"found a potential placement for pod on node {candidate.node_name}, "
             f"preempting {len(candidate.victims)} victims"
@@ -147,7 +149,8 @@ class Evaluator:
             statuses = dry_run.node_to_status
             statuses.absent_status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NOT_HELPFUL)
             fit = FitError(pod, len(all_nodes), Diagnosis(node_to_status=statuses))
-            log.info("no preemption candidate is found", pod=pod.key)
+            if v_enabled(2):
+                log.info("no preemption candidate is found", pod=pod.key)
             return (
                 None,
                 PostFilterResult(CLEAR_NOMINATED_NODE),

@@ -31,6 +31,7 @@ from scheduler.framework.preemption.victims import (
     Candidate,
 )
 from scheduler.framework.status import Status
+from scheduler.logging import v_enabled
 
 log = structlog.get_logger(__name__)
 
@@ -134,7 +135,8 @@ class Executor:
         assert self._jobs is not None
         with self._lock:
             if self._closed:
-                log.info("scheduler is stopping; preemption not started", pod=preemptors[0].key)
+                if v_enabled(2):
+                    log.info("scheduler is stopping; preemption not started", pod=preemptors[0].key)
                 return
             self._preempting.update(p.uid for p in preemptors)
             self._jobs.submit(self._run_job, preemptors, preemptor_type, calls, context)
@@ -241,7 +243,8 @@ class Executor:
         activate = False
         lead = preemptors[0].key
         try:
-            log.info("start the preemption asynchronously", pod=lead, **context)
+            if v_enabled(2):  # kube-scheduler's V(2), as the other per-victim lines here
+                log.info("start the preemption asynchronously", pod=lead, **context)
             error = calls()
             if error is not None:
                 result = metrics.GOROUTINE_ERROR
@@ -270,7 +273,8 @@ class Executor:
             metrics.preemption_goroutines_duration.labels(result).observe(elapsed)
             metrics.preemption_goroutines_execution.labels(result).inc()
             metrics.preemption_execution_duration.labels(preemptor_type, result).observe(elapsed)
-            log.info("async preemption finished", pod=lead, result=result)
+            if v_enabled(2):
+                log.info("async preemption finished", pod=lead, result=result)
 
     def _async_calls(
         self, candidate: Candidate, preemptor: Pod, victims: list[Pod]
@@ -333,7 +337,8 @@ class Executor:
         try:
             self._evict(node_name or victim.node_name, preemptor, victim)
         except VictimGone:
-            log.info("victim pod is already deleted", pod=preemptor.key, victim=victim.key)
+            if v_enabled(2):
+                log.info("victim pod is already deleted", pod=preemptor.key, victim=victim.key)
         except Exception as err:
             log.error(
                 "could not preempt victim", pod=preemptor.key, victim=victim.key, error=str(err)
@@ -345,7 +350,8 @@ class Executor:
         message = f"Preempted by pod {preemptor.uid} on node {node_name}"
         waiting = self._handle.get_waiting_pod(victim.uid)
         if waiting is not None and waiting.preempt(self._plugin_name, "preempted"):
-            log.info("preemptor preempted a waiting pod", pod=preemptor.key, victim=victim.key)
+            if v_enabled(2):
+                log.info("preemptor preempted a waiting pod", pod=preemptor.key, victim=victim.key)
             message += " (in kube-scheduler memory)."
         else:
             api = self._handle.api
@@ -359,7 +365,8 @@ class Executor:
                     raise VictimGone() from err
                 raise
             self._evictions.remember(victim.uid)
-            log.info("preemptor pod preempted victim pod", pod=preemptor.key, victim=victim.key)
+            if v_enabled(2):
+                log.info("preemptor pod preempted victim pod", pod=preemptor.key, victim=victim.key)
         self._handle.event_recorder.eventf(
             victim, preemptor, "Normal", "Preempted", "Preempting", message
         )
