@@ -77,17 +77,21 @@ class Unplaced:
     start: float
 
 
-def group_message(group: PodGroupInfo, members: GangMembers, unplaced: list[Unplaced]) -> str:
+def group_message(
+    group: PodGroupInfo, members: GangMembers, reverted: int, unplaced: list[Unplaced]
+) -> str:
     """The PodScheduled=False message and FailedScheduling event of every member of a group
-    that did not reach its quorum (docs/gang.md, "Messages")."""
-    text = (
-        f"PodGroup {group.name}: {members.placed} of {group.min_member} members placed "
-        f"({len(members.bound)} already bound)"
-    )
-    failed = len(unplaced)
-    if failed:
-        noun = "member" if failed == 1 else "members"
-        return f"{text}, {failed} {noun} could not be placed: {unplaced[0].failure.message()}"
+    that did not reach its quorum (docs/gang.md, "Messages"). It says how many members would
+    fit and, apart, how many the group holds once this attempt's `reverted` placements are
+    undone (bound, or assumed by an earlier attempt and still binding): a reader must not go
+    looking for nodes held by members that were only tried."""
+    held = members.placed - reverted
+    bound = len(members.bound)
+    holds = "none is held" if held <= 0 else f"{held} held ({bound} bound, {held - bound} binding)"
+    fit = f"{members.placed} of {group.min_member} members would fit"
+    text = f"PodGroup {group.name}: {fit}, {holds}"
+    if unplaced:
+        return f"{text}; {len(unplaced)} could not be placed: {unplaced[0].failure.message()}"
     return f"{text}; no other member is pending"
 
 
@@ -120,7 +124,7 @@ def group_messages(
     if group.kubernetes_api:
         suffix = f", pod group {preemption}" if preemption else ""
         return _kube_scheduler_messages(group, counted, tried, placed, unplaced, suffix)
-    text = group_message(group, counted, unplaced)
+    text = group_message(group, counted, len(placed), unplaced)
     return GroupMessages(f"{text}; {preemption}" if preemption else text)
 
 
