@@ -351,3 +351,24 @@ def test_a_failed_eviction_leaves_the_victim_free_for_the_next_preemption(h: Har
     h.schedule_next()
     assert h.api.deletes == ["default/low-a"]
     assert h.fwk.evictions.requested("uid-low-a")
+
+
+def test_a_member_that_found_no_node_keeps_its_nomination(h: Harness) -> None:
+    """As kube-scheduler's pod group cycle: after a failed attempt with nothing to preempt, a
+    member placed and reverted loses its nomination, a member that found no node keeps it (its
+    victims may still be leaving; clearing it let a lower-priority group take their room)."""
+    h.add_node(make_node("a", cpu="1"))
+    h.add_node(make_node("b", cpu="1"))
+    h.add_assigned_pod(running("peer", "b", priority=10))
+    h.gangs.add(pod_group("g", 2))
+    for i in range(2):
+        pod = member(f"g-{i}", "g", cpu="1", priority=10)
+        h.add_pod(replace_pod(pod, nominated_node_name="b"))
+    h.schedule_next()
+    h.api.wait_for(lambda: len(h.api.status_patches) == 2)
+    (message,) = failed_messages(h)
+    assert message.endswith("No preemption victims found for incoming preemptor")
+    nominated = sorted(
+        str(patch["status"].get("nominatedNodeName", "kept")) for _, patch in h.api.status_patches
+    )
+    assert nominated == ["None", "kept"]
