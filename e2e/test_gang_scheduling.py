@@ -165,7 +165,7 @@ def test_a_group_that_cannot_fit_places_none_then_retries_when_nodes_come(
         what="every member Unschedulable with the group's message",
     )
     message = pod_scheduled_condition(members(core_v1, namespace, "big")[0]).message
-    assert "of 10 members placed (0 already bound)" in message
+    assert "of 10 members would fit, none is held; " in message
     assert "Insufficient cpu" in message
     kwok_nodes(1, cpu="4", labels={NODE_LABEL: tag})
     wait_bound(core_v1, namespace, "big", 10, "the group bound whole once a third node came")

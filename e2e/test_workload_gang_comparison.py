@@ -8,6 +8,11 @@ before the first scenario runs, so both schedulers see the same cluster and writ
 "0/N nodes are available" texts. Nothing sleeps: a member that must stay pending is checked
 once a later plain pod of the same scheduler on the same node is bound (the scheduler has
 handled the member's arrival by then), and everything else is polled with a deadline.
+
+The last scenario is workload-aware preemption with three groups: a low-priority gang runs on
+every node, then a medium- and a high-priority gang that each need all of them arrive one
+right after the other; both schedulers evict the low group and bind the high one, and
+kube-pysched evicts each victim once (docs/gang.md, "One eviction per victim").
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from kubernetes import client as k8s
 
 from e2e.cluster import ControlPlane, wait_default_service_account, wait_for
 from e2e.cluster.nodes import create_kwok_nodes
+from e2e.preemption_scenarios import create_priority_classes, delete_priority_classes
 from e2e.pysched import Pysched, default_config
 from e2e.workload import pod_manifest, pod_scheduled_condition
 
@@ -32,7 +38,8 @@ RUNTIME_CONFIG = {f"{GROUP}/{VERSION}": "true"}
 NODE_LABEL = "e2e.kube-pysched.io/workload-gang"
 PYSCHED = "kube-pysched-gang"
 KUBE_SCHEDULER = "default-scheduler"
-SCENARIOS = ("held", "basic", "unfit", "lowered")
+#: Scenario -> its nodes per scheduler (2 CPUs each).
+SCENARIOS = {"held": 1, "basic": 1, "unfit": 1, "lowered": 1, "three": 4}
 CONDITION = "PodGroupInitiallyScheduled"
 
 
@@ -44,16 +51,16 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    """The control plane, one 2-CPU node per (scenario, scheduler), kube-pysched running."""
+    """The control plane, each (scenario, scheduler) its 2-CPU nodes, kube-pysched running."""
     with ControlPlane(feature_gates=GATES, runtime_config=RUNTIME_CONFIG) as cp:
         client = cp.api_client()
         core = k8s.CoreV1Api(client)
         names = []
-        for scenario in SCENARIOS:
+        for scenario, count in SCENARIOS.items():
             for scheduler in (KUBE_SCHEDULER, PYSCHED):
                 label = {NODE_LABEL: f"{scenario}-{scheduler}"}
                 nodes = create_kwok_nodes(
-                    core, 1, f"{scenario}-{scheduler}-", cpu="2", labels=label
+                    core, count, f"{scenario}-{scheduler}-", cpu="2", labels=label
                 )
                 names += [n.metadata.name for n in nodes]
         wait_for(
@@ -85,16 +92,21 @@ class Scenario:
         self.scheduler = scheduler
         self.node_label = {NODE_LABEL: f"{name}-{scheduler}"}
         self.namespace = f"wg-{name}-{uuid.uuid4().hex[:6]}"
+        #: Pod uid -> name, of every pod created here (a preempted pod is gone by the end).
+        self.uids: dict[str, str] = {}
         env.core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=self.namespace)))
         wait_default_service_account(env.core, self.namespace)
 
-    def pod_group(self, name: str, min_count: int | None) -> None:
+    def pod_group(self, name: str, min_count: int | None, priority_class: str = "") -> None:
         policy = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+        spec: dict[str, Any] = {"schedulingPolicy": policy}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "PodGroup",
             "metadata": {"name": name},
-            "spec": {"schedulingPolicy": policy},
+            "spec": spec,
         }
         self.env.custom.create_namespaced_custom_object(
             GROUP, VERSION, self.namespace, PLURAL, body
@@ -106,13 +118,26 @@ class Scenario:
             GROUP, VERSION, self.namespace, PLURAL, name, patch
         )
 
-    def pod(self, name: str, cpu: str, group: str | None = None) -> None:
+    def pod(
+        self,
+        name: str,
+        cpu: str,
+        group: str | None = None,
+        priority_class: str | None = None,
+        grace: int = 0,
+    ) -> None:
         manifest = pod_manifest(
-            name, scheduler_name=self.scheduler, cpu=cpu, node_selector=self.node_label
+            name,
+            scheduler_name=self.scheduler,
+            cpu=cpu,
+            node_selector=self.node_label,
+            priority_class=priority_class,
         )
+        manifest["spec"]["terminationGracePeriodSeconds"] = grace
         if group is not None:
             manifest["spec"]["schedulingGroup"] = {"podGroupName": group}
-        self.env.core.create_namespaced_pod(self.namespace, manifest)
+        created = self.env.core.create_namespaced_pod(self.namespace, manifest)
+        self.uids[created.metadata.uid] = name
 
     def read(self, name: str) -> k8s.V1Pod:
         return self.env.core.read_namespaced_pod(name, self.namespace)
@@ -130,6 +155,42 @@ class Scenario:
         name = f"sync-{uuid.uuid4().hex[:6]}"
         self.pod(name, "10m")
         self.wait_bound(name)
+
+    def existing(self, names: list[str]) -> list[str]:
+        found = {p.metadata.name for p in self.env.core.list_namespaced_pod(self.namespace).items}
+        return [n for n in names if n in found]
+
+    def events(self, reason: str) -> list[k8s.EventsV1Event]:
+        events = k8s.EventsV1Api(self.env.core.api_client)
+        items: list[k8s.EventsV1Event] = events.list_namespaced_event(self.namespace).items
+        return [e for e in items if e.reason == reason and e.regarding is not None]
+
+    def preempted_events(self, victims: list[str]) -> dict[str, list[str]]:
+        """The preemptors named by each pod's Preempted events (a repeated event once per
+        count of its series), once every one of `victims` has one: a second preemptor's
+        eviction of the same pod names another preemptor, so it is an Event of its own. A
+        preemptor is named by its group: kube-scheduler's note is `Preempted by podgroup
+        <PodGroup uid> on node cluster`, kube-pysched's `Preempted by pod <uid of a member> on
+        node <node>`."""
+        groups = {uid: name.rsplit("-", 1)[0] for uid, name in self.uids.items()}
+        listed = self.env.custom.list_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL
+        )
+        groups.update({g["metadata"]["uid"]: g["metadata"]["name"] for g in listed["items"]})
+        found: dict[str, list[str]] = {}
+
+        def check() -> bool | str:
+            found.clear()
+            for e in self.events("Preempted"):
+                words = (e.note or "").split(" ")
+                uid = words[3] if len(words) > 3 else ""
+                count = e.series.count if e.series else 1
+                found.setdefault(e.regarding.name, []).extend([groups.get(uid, uid)] * count)
+            missing = [v for v in victims if v not in found]
+            return not missing or f"no Preempted event on {missing}"
+
+        wait_for(check, timeout=60, what=f"Preempted events ({self.scheduler})")
+        return {name: sorted(by) for name, by in sorted(found.items())}
 
     def condition(self, group: str) -> dict[str, Any] | None:
         obj = self.env.custom.get_namespaced_custom_object(
@@ -227,11 +288,64 @@ def lowered(s: Scenario) -> Outcome:
     return {"held": held, "condition": (cond["status"], cond["reason"])}
 
 
+#: Members per group in "three": one 1500m member per 2-CPU node, so a group needs every node.
+GANG = SCENARIOS["three"]
+#: The low group's grace period: its pods are still on their nodes, terminating, when the
+#: second group preempts, whichever of the two groups the scheduler tried first.
+LOW_GRACE = 5
+
+
+def members_of(group: str) -> list[str]:
+    return [f"{group}-{i}" for i in range(GANG)]
+
+
+def three_groups(s: Scenario) -> Outcome:
+    """A low-priority gang runs on every node; a medium- and a high-priority gang, each
+    needing every node, are completed one right after the other (the medium group's last
+    member first). Who ends up bound, which pods were preempted and how many Preempted events
+    each got, and the groups' PodGroupInitiallyScheduled conditions."""
+    api = s.env.core.api_client
+    classes = create_priority_classes(api, (100, 500, 1000))
+    try:
+        priority = {"low": classes[100], "medium": classes[500], "high": classes[1000]}
+        s.pod_group("low", GANG, priority["low"])
+        for name in members_of("low"):
+            s.pod(name, "1500m", group="low", priority_class=priority["low"], grace=LOW_GRACE)
+        s.wait_bound(*members_of("low"))
+        for group in ("medium", "high"):
+            s.pod_group(group, GANG, priority[group])
+        for i in range(GANG):
+            for group in ("medium", "high"):
+                s.pod(f"{group}-{i}", "1500m", group=group, priority_class=priority[group])
+        s.wait_bound(*members_of("high"))
+        wait_for(
+            lambda: not (left := s.existing(members_of("low"))) or f"still there: {left}",
+            timeout=60,
+            what=f"the low group's pods gone ({s.scheduler})",
+        )
+        preempted = s.preempted_events(members_of("low"))
+        conditions = {}
+        for group in ("low", "high"):
+            cond = s.wait_condition(group, "True")
+            conditions[group] = (cond["status"], cond["reason"])
+        left = s.existing(members_of("medium"))
+        return {
+            "high_bound": sorted(n for n in members_of("high") if s.read(n).spec.node_name),
+            "medium_bound": sorted(n for n in left if s.read(n).spec.node_name),
+            "victims": sorted(preempted),
+            "preempted": preempted,
+            "conditions": conditions,
+        }
+    finally:
+        delete_priority_classes(api, classes)
+
+
 RUNS: dict[str, Run] = {
     "held": held_then_placed,
     "basic": basic_pod_by_pod,
     "unfit": unfit,
     "lowered": lowered,
+    "three": three_groups,
 }
 
 
@@ -276,3 +390,18 @@ def test_a_gang_that_cannot_fit_places_none_with_kube_schedulers_messages(env: E
 def test_lowering_min_count_releases_a_held_gang(env: Env) -> None:
     theirs, ours = run_both(env, "lowered")
     assert theirs == ours == {"held": [False, False], "condition": ("True", "Scheduled")}
+
+
+def test_three_gangs_preempt_the_same_victims_once_each(env: Env) -> None:
+    """Both schedulers evict the low group, bind the high one and leave the medium group
+    pending. kube-pysched sends each victim one eviction (one Preempted event, one preemptor)
+    whichever group chose it first; kube-scheduler skips only victims its informer already
+    shows terminating, so it may send two (its outcome is printed)."""
+    theirs, ours = run_both(env, "three")
+    print(f"kube-scheduler: {theirs}\nkube-pysched: {ours}")
+    assert theirs["high_bound"] == ours["high_bound"] == members_of("high")
+    assert theirs["medium_bound"] == ours["medium_bound"] == []
+    assert theirs["victims"] == ours["victims"] == members_of("low")
+    scheduled = ("True", "Scheduled")
+    assert theirs["conditions"] == ours["conditions"] == {"low": scheduled, "high": scheduled}
+    assert all(len(by) == 1 for by in ours["preempted"].values()), ours["preempted"]

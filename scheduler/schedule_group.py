@@ -77,17 +77,21 @@ class Unplaced:
     start: float
 
 
-def group_message(group: PodGroupInfo, members: GangMembers, unplaced: list[Unplaced]) -> str:
+def group_message(
+    group: PodGroupInfo, members: GangMembers, reverted: int, unplaced: list[Unplaced]
+) -> str:
     """The PodScheduled=False message and FailedScheduling event of every member of a group
-    that did not reach its quorum (docs/gang.md, "Messages")."""
-    text = (
-        f"PodGroup {group.name}: {members.placed} of {group.min_member} members placed "
-        f"({len(members.bound)} already bound)"
-    )
-    failed = len(unplaced)
-    if failed:
-        noun = "member" if failed == 1 else "members"
-        return f"{text}, {failed} {noun} could not be placed: {unplaced[0].failure.message()}"
+    that did not reach its quorum (docs/gang.md, "Messages"). It says how many members would
+    fit and, apart, how many the group holds once this attempt's `reverted` placements are
+    undone (bound, or assumed by an earlier attempt and still binding): a reader must not go
+    looking for nodes held by members that were only tried."""
+    held = members.placed - reverted
+    bound = len(members.bound)
+    holds = "none is held" if held <= 0 else f"{held} held ({bound} bound, {held - bound} binding)"
+    fit = f"{members.placed} of {group.min_member} members would fit"
+    text = f"PodGroup {group.name}: {fit}, {holds}"
+    if unplaced:
+        return f"{text}; {len(unplaced)} could not be placed: {unplaced[0].failure.message()}"
     return f"{text}; no other member is pending"
 
 
@@ -120,7 +124,7 @@ def group_messages(
     if group.kubernetes_api:
         suffix = f", pod group {preemption}" if preemption else ""
         return _kube_scheduler_messages(group, counted, tried, placed, unplaced, suffix)
-    text = group_message(group, counted, unplaced)
+    text = group_message(group, counted, len(placed), unplaced)
     return GroupMessages(f"{text}; {preemption}" if preemption else text)
 
 
@@ -386,10 +390,12 @@ class GroupCycle:
         errors = any(not u.failure.status.is_rejected() for u in unplaced)
         nominations: dict[str, str] = {}
         preemption = ""
+        clear_all = errors
         if not errors and fwk.pod_group_post_filter_plugins:
             made, pf_status = self._preempt(fwk, group, tried, cycle)
             nominations = made or {}
             preemption = pf_status.message()
+            clear_all = pf_status.code == Code.ERROR
         if not nominations:
             fwk.group_failed(group)
         self._record(fwk, group, waiting=True)
@@ -399,17 +405,14 @@ class GroupCycle:
             log.info("unable to schedule pod group; waiting", group=group.name, err=message)
         status = Status(Code.UNSCHEDULABLE, message, plugin=group.plugin)
         own_fits = {u.pinfo.pod.uid: u.failure.fit for u in unplaced}
+        reverted = {p.pinfo.pod.uid for p in placed}
         for pinfo, start in [
             *((p.pinfo, p.start) for p in placed),
             *((u.pinfo, u.start) for u in unplaced),
         ]:
             uid = pinfo.pod.uid
             fit = _group_fit(pinfo, group, len(self.s.snapshot), own_fits.get(uid))
-            nominating = (
-                NominatingInfo(nominations[uid], NominatingMode.OVERRIDE)
-                if nominations.get(uid)
-                else CLEAR_NOMINATED_NODE
-            )
+            nominating = _nominating(uid, nominations, clear_all or uid in reverted)
             steps.handle_scheduling_failure(
                 fwk, pinfo, status, fit, nominating, start, message=messages.member(uid)
             )
@@ -481,6 +484,17 @@ class GroupCycle:
             self.steps.unreserve_and_forget(fwk, p.state, p.assumed.pod, p.result.suggested_host)
         if placed and fwk.batch is not None:
             fwk.batch.discard()
+
+
+def _nominating(uid: str, nominations: dict[str, str], clear: bool) -> NominatingInfo | None:
+    """A member's nomination after its group failed, as kube-scheduler's pod group cycle
+    gives it: the node group preemption nominated it to; else cleared for a member placed in
+    this attempt (then reverted) or when the attempt or preemption failed with an error; else
+    none, so a member that found no node keeps the nomination it has (its victims may still be
+    leaving: clearing it would let a lower-priority pod take the room they free)."""
+    if nominations.get(uid):
+        return NominatingInfo(nominations[uid], NominatingMode.OVERRIDE)
+    return CLEAR_NOMINATED_NODE if clear else None
 
 
 def _group_fit(

@@ -81,8 +81,8 @@ def test_a_group_where_only_three_of_four_fit(h: Harness) -> None:
     assert h.api.binds == {}
     messages = {e[2] for e in h.recorder.events}
     assert messages == {
-        "PodGroup default/g: 3 of 4 members placed (0 already bound), 1 member could not be "
-        "placed: 0/2 nodes are available: 2 Insufficient cpu."
+        "PodGroup default/g: 3 of 4 members would fit, none is held; 1 could not be placed: "
+        "0/2 nodes are available: 2 Insufficient cpu."
     }
 
 

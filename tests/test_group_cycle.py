@@ -100,8 +100,8 @@ def test_a_group_that_cannot_fit_places_none_and_leaves_nothing_assumed(h: Harne
     assert {h.queue.where(p.uid) for p in pods} == {"unschedulable"}
     assert h.queue.in_flight_pods() == []
     message = (
-        "PodGroup default/g: 3 of 4 members placed (0 already bound), 1 member could not be "
-        "placed: 0/2 nodes are available: 2 Insufficient cpu."
+        "PodGroup default/g: 3 of 4 members would fit, none is held; 1 could not be placed: "
+        "0/2 nodes are available: 2 Insufficient cpu."
     )
     assert sorted(h.recorder.events) == sorted((p.key, "FailedScheduling", message) for p in pods)
     h.api.wait_for(lambda: len(h.api.status_patches) == 4)
@@ -244,27 +244,34 @@ def test_an_assume_error_counts_as_an_unplaced_member(h: Harness) -> None:
     assert h.cache.assumed_pod_count() == 0
     assert requested_cpu(h) == {"a": 0}
     assert {e[2] for e in h.recorder.events} == {
-        "PodGroup default/g: 1 of 2 members placed (0 already bound), 1 member could not be "
-        "placed: already assumed"
+        "PodGroup default/g: 1 of 2 members would fit, none is held; 1 could not be placed: "
+        "already assumed"
     }
     assert sample("kube_pysched_gang_attempts_total", result="error") == error + 1
 
 
 def test_the_group_message() -> None:
+    """It says how many would fit and, apart, how many the group holds: this attempt's
+    placements are reverted, so they are not held; bound members and members assumed by an
+    earlier attempt (still binding) are."""
     group = PodGroupInfo(ref("g"), 4, "default/g", "Coscheduling")
     pod = member("m", "g")
-    bound = (pod, pod)
-    members = GangMembers(bound=bound, assumed=(pod,))
     fails = [
         Unplaced(None, Failure(Status(Code.UNSCHEDULABLE, "first")), 0.0),  # type: ignore[arg-type]
         Unplaced(None, Failure(Status(Code.UNSCHEDULABLE, "second")), 0.0),  # type: ignore[arg-type]
     ]
-    assert group_message(group, members, fails) == (
-        "PodGroup default/g: 3 of 4 members placed (2 already bound), 2 members could not be "
-        "placed: first"
+    nothing_held = GangMembers(assumed=(pod, pod, pod))
+    assert group_message(group, nothing_held, 3, fails) == (
+        "PodGroup default/g: 3 of 4 members would fit, none is held; 2 could not be placed: first"
     )
-    assert group_message(group, members, []) == (
-        "PodGroup default/g: 3 of 4 members placed (2 already bound); no other member is pending"
+    some_held = GangMembers(bound=(pod, pod), assumed=(pod,))
+    assert group_message(group, some_held, 1, fails) == (
+        "PodGroup default/g: 3 of 4 members would fit, 2 held (2 bound, 0 binding); "
+        "2 could not be placed: first"
+    )
+    assert group_message(group, some_held, 0, []) == (
+        "PodGroup default/g: 3 of 4 members would fit, 3 held (2 bound, 1 binding); "
+        "no other member is pending"
     )
 
 

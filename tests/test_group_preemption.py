@@ -3,6 +3,7 @@ for all its members or not at all; victims of a group evicted whole go together.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -260,3 +261,114 @@ def test_a_lone_pod_does_not_take_a_group_member_of_higher_group_priority(h: Har
     h.add_pod(make_pod("hp", uid="uid-hp", cpu="1", priority=10))
     h.schedule_next()
     assert h.api.deletes == []
+
+
+# --- one eviction per victim --------------------------------------------------------------
+
+
+def preempted(h: Harness) -> list[str]:
+    return sorted(e[0] for e in h.recorder.events if e[1] == "Preempted")
+
+
+def test_victims_being_evicted_for_one_group_are_not_evicted_again_for_another() -> None:
+    """A medium-priority group preempts two low-priority pods; before its evictions reach the
+    API server (the status patches are held) a high-priority group needs the same nodes. It
+    chooses the same victims, as kube-scheduler does, but asks nothing of the API server for
+    them: each victim gets one DisruptionTarget patch, one delete and one Preempted event."""
+    h = preempting_harness(asynchronous=True)
+    hold = threading.Event()
+    try:
+        for node in ("a", "b"):
+            h.add_node(make_node(node, cpu="1"))
+            h.add_assigned_pod(running(f"low-{node}", node))
+        h.api.hold_patches = hold
+        medium = add_group(h, "medium", 2, priority=5)
+        h.schedule_next()
+        # The first victim's DisruptionTarget patch started (the last waits for it).
+        h.api.wait_for(lambda: "default/low-a" in h.api.patches_started)
+        high = add_group(h, "high", 2, priority=10)
+        h.schedule_next()
+        messages = {e[0]: e[2] for e in h.recorder.events if e[1] == "FailedScheduling"}
+        for m in high:
+            assert messages[m.key].endswith("found a placement for podgroup, preempting 2 victims")
+        executor = h.fwk.plugins["DefaultPreemption"].executor  # type: ignore[attr-defined]
+        # Only the medium group's evictions are under way: nothing holds the high group.
+        assert not any(executor.is_pod_running_preemption(m.uid) for m in high)
+        hold.set()
+        poll(
+            lambda: not any(executor.is_pod_running_preemption(m.uid) for m in medium),
+            "the medium group's preemption to finish",
+        )
+        assert sorted(h.api.deletes) == ["default/low-a", "default/low-b"]
+        disruption = [
+            key
+            for key, patch in h.api.status_patches
+            for c in patch.get("status", {}).get("conditions", [])
+            if c["type"] == "DisruptionTarget"
+        ]
+        assert sorted(disruption) == ["default/low-a", "default/low-b"]
+        assert preempted(h) == ["default/low-a", "default/low-b"]
+    finally:
+        hold.set()
+        h.close()
+
+
+def test_a_lone_pod_does_not_evict_a_victim_a_group_is_evicting() -> None:
+    h = preempting_harness(asynchronous=True)
+    hold = threading.Event()
+    try:
+        h.add_node(make_node("a", cpu="1"))
+        h.add_assigned_pod(running("low-a", "a"))
+        h.api.hold_patches = hold
+        (m,) = add_group(h, "medium", 1, priority=5)
+        h.schedule_next()
+        h.api.wait_for(lambda: "default/low-a" in h.api.patches_started)
+        h.add_pod(make_pod("hp", uid="uid-hp", cpu="1", priority=10))
+        h.schedule_next()
+        executor = h.fwk.plugins["DefaultPreemption"].executor  # type: ignore[attr-defined]
+        # The victim is already going: no preemption of its own for the lone pod.
+        assert not executor.is_pod_running_preemption("uid-hp")
+        hold.set()
+        h.api.wait_for(lambda: "default/hp" in nominations(h))
+        poll(lambda: not executor.is_pod_running_preemption(m.uid), "the group's preemption")
+        assert h.api.deletes == ["default/low-a"]
+        assert preempted(h) == ["default/low-a"]
+    finally:
+        hold.set()
+        h.close()
+
+
+def test_a_failed_eviction_leaves_the_victim_free_for_the_next_preemption(h: Harness) -> None:
+    h.add_node(make_node("a", cpu="1"))
+    h.add_assigned_pod(running("low-a", "a"))
+    h.api.fail_deletes = RuntimeError("apiserver said no")
+    add_group(h, "g", 1)
+    h.schedule_next()
+    assert h.api.deletes == []
+    assert not h.fwk.evictions.requested("uid-low-a")
+    h.api.fail_deletes = None
+    h.add_pod(make_pod("hp", uid="uid-hp", cpu="1", priority=10))
+    h.schedule_next()
+    assert h.api.deletes == ["default/low-a"]
+    assert h.fwk.evictions.requested("uid-low-a")
+
+
+def test_a_member_that_found_no_node_keeps_its_nomination(h: Harness) -> None:
+    """As kube-scheduler's pod group cycle: after a failed attempt with nothing to preempt, a
+    member placed and reverted loses its nomination, a member that found no node keeps it (its
+    victims may still be leaving; clearing it let a lower-priority group take their room)."""
+    h.add_node(make_node("a", cpu="1"))
+    h.add_node(make_node("b", cpu="1"))
+    h.add_assigned_pod(running("peer", "b", priority=10))
+    h.gangs.add(pod_group("g", 2))
+    for i in range(2):
+        pod = member(f"g-{i}", "g", cpu="1", priority=10)
+        h.add_pod(replace_pod(pod, nominated_node_name="b"))
+    h.schedule_next()
+    h.api.wait_for(lambda: len(h.api.status_patches) == 2)
+    (message,) = failed_messages(h)
+    assert message.endswith("No preemption victims found for incoming preemptor")
+    nominated = sorted(
+        str(patch["status"].get("nominatedNodeName", "kept")) for _, patch in h.api.status_patches
+    )
+    assert nominated == ["None", "kept"]

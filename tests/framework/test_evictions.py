@@ -23,3 +23,17 @@ def test_the_memory_drops_only_expired_evictions_once_over_its_size() -> None:
     assert evictions.requested("newest")
     assert not any(evictions.requested(uid) for uid in old[1:])
     assert not evictions.requested("never")
+
+
+def test_a_claimed_pod_is_claimed_once_until_released_or_evicted() -> None:
+    evictions = Evictions()
+    assert evictions.claim(["a", "b"]) == {"a", "b"}
+    assert evictions.requested("a") and evictions.requested("b")
+    # Another preemption choosing the same pods gets only the ones nobody claimed.
+    assert evictions.claim(["a", "b", "c"]) == {"c"}
+    evictions.remember("a")  # evicted: remembered after its claim ends
+    evictions.release(["a", "b", "c"])
+    assert evictions.requested("a")
+    # b and c were never evicted (the calls failed): free to be chosen again.
+    assert not evictions.requested("b") and not evictions.requested("c")
+    assert evictions.claim(["a", "b"]) == {"b"}

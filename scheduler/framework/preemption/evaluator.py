@@ -107,7 +107,7 @@ class Evaluator:
         executor.observe(candidate)
         nominating = NominatingInfo(candidate.node_name, NominatingMode.OVERRIDE)
         if executor.async_enabled:
-            victims = executor.victims_to_evict(candidate)
+            victims = executor.claim_victims(candidate.victims)
             if not victims:
                 # Every victim is already leaving: no thread, as kube-scheduler; the failure
                 # handler nominates the pod.

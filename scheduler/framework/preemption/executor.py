@@ -7,13 +7,19 @@ condition and is deleted (all but the last in parallel). Until the thread has as
 last victim's deletion, `is_pod_running_preemption` is true and the plugin's PreEnqueue keeps
 the preemptor out of the queue. If a call fails, the nomination is reverted and the preemptor
 is activated so it is retried at once.
+
+Each victim is evicted once, whoever chose it: a preemption claims its victims in the
+scheduling cycle that decides on them (`claim_victims`, the process-wide `Evictions`), and
+another preemptor that chooses a claimed pod before its eviction shows in the informer (the
+window an asynchronous preemption's calls leave open) sends nothing for it, as for a victim
+already terminating. kube-scheduler skips only victims whose deletion its informer has seen.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -93,16 +99,20 @@ class Executor:
     # --- entry point ------------------------------------------------------------------------
 
     def evicted_recently(self, pod: Pod) -> bool:
-        """This scheduler asked for the pod's deletion (the informer may not show it yet)."""
+        """A preemption of this scheduler is evicting the pod or asked for its deletion (the
+        informer may not show it yet)."""
         return self._evictions.requested(pod.uid)
 
-    def victims_to_evict(self, candidate: Candidate) -> list[Pod]:
-        """Victims neither terminating already nor evicted by us a moment ago."""
-        return [
-            v
-            for v in candidate.victims
-            if v.deletion_timestamp is None and not self.evicted_recently(v)
-        ]
+    def claim_victims(self, victims: Iterable[Pod]) -> list[Pod]:
+        """The victims this preemption is to evict, claimed for it: neither terminating
+        already nor claimed or evicted by another preemption (of any profile) a moment ago.
+        The claims end when the preemption's calls do (`_release`)."""
+        live = [v for v in victims if v.deletion_timestamp is None]
+        fresh = self._evictions.claim(v.uid for v in live)
+        return [v for v in live if v.uid in fresh]
+
+    def _release(self, victims: Iterable[Pod]) -> None:
+        self._evictions.release(v.uid for v in victims)
 
     def observe(self, candidate: Candidate) -> None:
         metrics.preemption_victims.observe(len(candidate.victims))
@@ -118,6 +128,7 @@ class Executor:
             [preemptor],
             PREEMPTOR_TYPE,
             lambda: self._async_calls(candidate, preemptor, victims),
+            victims,
             node=candidate.node_name,
             victims=len(candidate.victims),
             victims_to_delete=len(victims),
@@ -128,25 +139,28 @@ class Executor:
         preemptors: list[Pod],
         preemptor_type: str,
         calls: Callable[[], BaseException | None],
+        claimed: list[Pod],
         **context: Any,
     ) -> None:
         """Marks the preemptors as preempting (PreEnqueue holds them) and runs `calls` on a
-        worker thread (_run_job); once the executor is closed nothing is started."""
+        worker thread (_run_job), which releases the `claimed` victims when it ends; once the
+        executor is closed nothing is started (and the claims are released here)."""
         assert self._jobs is not None
         with self._lock:
             if self._closed:
                 if v_enabled(2):
                     log.info("scheduler is stopping; preemption not started", pod=preemptors[0].key)
+                self._release(claimed)
                 return
             self._preempting.update(p.uid for p in preemptors)
-            self._jobs.submit(self._run_job, preemptors, preemptor_type, calls, context)
+            self._jobs.submit(self._run_job, preemptors, preemptor_type, calls, claimed, context)
 
     def run_inline(self, candidate: Candidate, preemptor: Pod) -> Status | None:
         """The same calls in the scheduling cycle; an error Status if one fails."""
         start = time.perf_counter()
         result = metrics.GOROUTINE_SUCCESS
+        victims = self.claim_victims(candidate.victims)
         try:
-            victims = self.victims_to_evict(candidate)
             error = self._preempt_all(candidate.node_name, preemptor, victims)
             if error is not None:
                 result = metrics.GOROUTINE_ERROR
@@ -154,6 +168,7 @@ class Executor:
             self._clear_lower_priority_nominations(candidate, preemptor)
             return None
         finally:
+            self._release(victims)
             metrics.preemption_execution_duration.labels(PREEMPTOR_TYPE, result).observe(
                 time.perf_counter() - start
             )
@@ -192,21 +207,25 @@ class Executor:
         metrics.preemption_victims.observe(len(victims))
         if num_pdb_violations:
             metrics.preemption_pdb_violations.labels(GROUP_PREEMPTOR_TYPE).inc(num_pdb_violations)
-        victims = [
-            v for v in victims if v.deletion_timestamp is None and not self.evicted_recently(v)
-        ]
-        if not victims or not members:
+        if not members:
+            return None
+        victims = self.claim_victims(victims)
+        if not victims:
             return None
         if self.async_enabled:
             self._submit(
                 members,
                 GROUP_PREEMPTOR_TYPE,
                 lambda: self._group_calls(members, victims),
+                victims,
                 victims_to_delete=len(victims),
             )
             return None
         start = time.perf_counter()
-        error = self._preempt_all(None, members[0], victims)
+        try:
+            error = self._preempt_all(None, members[0], victims)
+        finally:
+            self._release(victims)
         result = metrics.GOROUTINE_ERROR if error is not None else metrics.GOROUTINE_SUCCESS
         metrics.preemption_execution_duration.labels(GROUP_PREEMPTOR_TYPE, result).observe(
             time.perf_counter() - start
@@ -232,6 +251,7 @@ class Executor:
         preemptors: list[Pod],
         preemptor_type: str,
         calls: Callable[[], BaseException | None],
+        claimed: list[Pod],
         context: dict[str, Any],
     ) -> None:
         """A preemption's API calls on a worker thread. If one fails the preemptors'
@@ -262,6 +282,7 @@ class Executor:
             activate = True
             log.exception("async preemption crashed", pod=lead)
         finally:
+            self._release(claimed)
             with self._lock:
                 for preemptor in preemptors:
                     self._preempting.discard(preemptor.uid)
