@@ -146,6 +146,12 @@ class ResourceClaim:
     """status.allocation as the API returned it (None while unallocated)."""
     reserved_for: tuple[Mapping[str, Any], ...] = field(repr=False)
     deleting: bool = False
+    controller_uid: str = ""
+    """The uid of the claim's controller owner ("" without one): a claim generated from a
+    template is its pod's."""
+    devices: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+    """status.devices (drivers' per-device conditions, read for binding conditions)."""
+    finalizers: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -317,6 +323,12 @@ def parse_resource_claim(obj: Mapping[str, Any]) -> ResourceClaim:
         allocation=status.get("allocation"),
         reserved_for=tuple(status.get("reservedFor") or ()),
         deleting=meta.get("deletionTimestamp") is not None,
+        controller_uid=next(
+            (r.get("uid", "") for r in meta.get("ownerReferences") or () if r.get("controller")),
+            "",
+        ),
+        devices=tuple(status.get("devices") or ()),
+        finalizers=tuple(meta.get("finalizers") or ()),
     )
 
 
