@@ -90,6 +90,7 @@ def pod(
     claims: dict[str, str] | None = None,
     templates: dict[str, str] | None = None,
     generated: dict[str, str] | None = None,
+    scheduler_name: str = "default-scheduler",
 ) -> Pod:
     """`claims`: pod claim name -> claim; `templates`: pod claim name -> template;
     `generated`: pod claim name -> generated claim (status.resourceClaimStatuses)."""
@@ -103,7 +104,11 @@ def pod(
     return parse_pod(
         {
             "metadata": {"name": name, "namespace": NS, "uid": name},
-            "spec": {"containers": [{"name": "c"}], "resourceClaims": entries},
+            "spec": {
+                "containers": [{"name": "c"}],
+                "resourceClaims": entries,
+                "schedulerName": scheduler_name,
+            },
             "status": status,
         }
     )

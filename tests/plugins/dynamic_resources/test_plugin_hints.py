@@ -51,3 +51,13 @@ def test_target_pod_hint_waits_for_every_generated_claim() -> None:
     assert target_pod_updated(dra, before, before, after) == Q
     missing = pod("p", templates={"gpu": "t"}, generated={"gpu": "not-yet"})
     assert target_pod_updated(dra, before, before, missing) == SKIP
+
+
+def test_plugin_is_each_protocol_it_claims() -> None:
+    """The conformance test builds the registry's DynamicResources with the switch off (the
+    guard); the real plugin is checked here."""
+    from scheduler.plugins.dynamic_resources import SPEC
+
+    built = plugin(handle())
+    for protocol in SPEC.implements:
+        assert isinstance(built, protocol), protocol
