@@ -2,8 +2,9 @@
 slice published through the API (no kubelet plugin, as scheduler_perf does) for a kwok node, a
 pod claiming a GPU by name and one through a ResourceClaimTemplate (kube-controller-manager
 generates its claim): kube-pysched allocates, writes the claims' allocation, finalizer and
-reservedFor, and binds; a third pod finds no GPU left and waits with kube-scheduler's message.
-(The comparison with kube-scheduler on the same objects is still to come: docs/dra.md.)"""
+reservedFor, and binds; a third pod finds no GPU left and waits. kube-scheduler runs the same
+scenario on a node of its own first: the same devices are allocated and the waiting pods'
+messages are equal."""
 
 from __future__ import annotations
 
@@ -78,47 +79,42 @@ def _claim_spec(cls: str) -> dict[str, Any]:
     return {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": cls}}]}}
 
 
-def test_pods_get_gpus_through_claims_and_templates(
+def _scenario(
     core_v1: k8s.CoreV1Api,
     resources: Resources,
     namespace: str,
-    kwok_nodes: NodeFactory,
-    pysched: Factory,
+    node_name: str,
+    group: str,
     driver: str,
-) -> None:
-    name = unique("pysched")
-    group = unique("g")
-    (node,) = kwok_nodes(1, cpu="8", memory="16Gi", labels={"g": group})
-    assert node.metadata is not None and node.metadata.name is not None
-    node_name = node.metadata.name
+    scheduler: str,
+) -> tuple[set[str], str]:
+    """Two pods get the node's two GPUs (by claim name, through a template); a third waits.
+    Returns the devices allocated and the third pod's PodScheduled message."""
+    prefix = "ks" if scheduler == "default-scheduler" else "py"
     resources.create(
-        "resourceslices",
-        {
-            "metadata": {"name": f"{node_name}-{driver}"},
-            "spec": {
-                "driver": driver,
-                "nodeName": node_name,
-                "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
-                "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}],
-            },
-        },
+        "resourceclaims",
+        {"metadata": {"name": f"{prefix}-by-name"}, "spec": _claim_spec(driver)},
+        namespace,
     )
-    resources.create(
-        "resourceclaims", {"metadata": {"name": "by-name"}, "spec": _claim_spec(driver)}, namespace
-    )
-    template = {"metadata": {"name": "one-gpu"}, "spec": {"spec": _claim_spec(driver)}}
+    template = {"metadata": {"name": f"{prefix}-one-gpu"}, "spec": {"spec": _claim_spec(driver)}}
     resources.create("resourceclaimtemplates", template, namespace)
-    pysched(profile_config(name), extra_args=["--feature-gates=PyschedDynamicResources=true"])
 
     def pod(pod_name: str, **claim: str) -> dict[str, Any]:
-        body = pod_manifest(pod_name, scheduler_name=name, node_selector={"g": group})
+        body = pod_manifest(
+            f"{prefix}-{pod_name}", scheduler_name=scheduler, node_selector={"g": group}
+        )
         body["spec"]["resourceClaims"] = [{"name": "gpu", **claim}]
         return body
 
-    named = pod("named", resourceClaimName="by-name")
-    create(core_v1, namespace, [named, pod("templ", resourceClaimTemplateName="one-gpu")])
-    wait_bound(core_v1, namespace, ["named", "templ"])
-    claims = {c["metadata"]["name"]: c for c in resources.list("resourceclaims", namespace)}
+    named = pod("named", resourceClaimName=f"{prefix}-by-name")
+    templ = pod("templ", resourceClaimTemplateName=f"{prefix}-one-gpu")
+    create(core_v1, namespace, [named, templ])
+    wait_bound(core_v1, namespace, [f"{prefix}-named", f"{prefix}-templ"])
+    claims = {
+        c["metadata"]["name"]: c
+        for c in resources.list("resourceclaims", namespace)
+        if c["metadata"]["name"].startswith(prefix)
+    }
     devices = set()
     for claim in claims.values():
         assert FINALIZER in claim["metadata"].get("finalizers", [])
@@ -127,9 +123,47 @@ def test_pods_get_gpus_through_claims_and_templates(
         devices.add(result["device"])
         (reserved,) = claim["status"]["reservedFor"]
         assert reserved["resource"] == "pods"
-    assert devices == {"gpu-0", "gpu-1"}
-    assert claims["by-name"]["status"]["reservedFor"][0]["name"] == "named"
+    assert claims[f"{prefix}-by-name"]["status"]["reservedFor"][0]["name"] == f"{prefix}-named"
+    create(core_v1, namespace, [pod("third", resourceClaimTemplateName=f"{prefix}-one-gpu")])
+    condition = wait_unschedulable(core_v1, namespace, f"{prefix}-third")
+    return devices, condition.message or ""
 
-    create(core_v1, namespace, [pod("third", resourceClaimTemplateName="one-gpu")])
-    condition = wait_unschedulable(core_v1, namespace, "third")
-    assert "cannot allocate all claims" in (condition.message or "")
+
+def test_gpus_through_claims_and_templates_as_kube_scheduler(
+    core_v1: k8s.CoreV1Api,
+    resources: Resources,
+    namespace: str,
+    kwok_nodes: NodeFactory,
+    pysched: Factory,
+    driver: str,
+) -> None:
+    name = unique("pysched")
+    pysched(profile_config(name), extra_args=["--feature-gates=PyschedDynamicResources=true"])
+    # Both nodes first: each scheduler's message counts the other's node too.
+    placed = []
+    for scheduler in ("default-scheduler", name):
+        group = unique("g")
+        (node,) = kwok_nodes(1, cpu="8", memory="16Gi", labels={"g": group})
+        assert node.metadata is not None and node.metadata.name is not None
+        node_name = node.metadata.name
+        resources.create(
+            "resourceslices",
+            {
+                "metadata": {"name": f"{node_name}-{driver}"},
+                "spec": {
+                    "driver": driver,
+                    "nodeName": node_name,
+                    "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}],
+                },
+            },
+        )
+        placed.append((scheduler, node_name, group))
+    outcomes = [
+        _scenario(core_v1, resources, namespace, node_name, group, driver, scheduler)
+        for scheduler, node_name, group in placed
+    ]
+    (ks_devices, ks_message), (py_devices, py_message) = outcomes
+    assert ks_devices == py_devices == {"gpu-0", "gpu-1"}
+    assert "cannot allocate all claims" in ks_message
+    assert py_message == ks_message
