@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scheduler.plugins.dynamic_resources.allocator import allocate_case
+from scheduler.plugins.dynamic_resources.allocator import allocate_case, run_case
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
@@ -39,3 +39,8 @@ def check(case: dict[str, Any], expected: list[dict[str, Any]] | Error | None) -
         return
     assert got is not None, "unsatisfiable"
     assert _strip_share_ids(got) == expected
+
+
+def steps(case: dict[str, Any]) -> int:
+    """How many search steps (upstream's allocateOne invocations) the case takes."""
+    return run_case(case).steps
