@@ -1,5 +1,6 @@
 """Allocator: ExactCount and All, class and request selectors, pools and generations, admin
-access, errors (translated from upstream's allocator test cases of the same names)."""
+access, errors (translated from upstream's allocator test cases of the same names; cases
+named otherwise are this project's own)."""
 
 from __future__ import annotations
 

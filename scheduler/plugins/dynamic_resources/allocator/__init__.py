@@ -3,7 +3,7 @@ structured/, the "incubating" variant v1.37's default gates select): which devic
 ResourceSlices satisfy a pod's ResourceClaims on one node."""
 
 from .allocator import Allocator, Outcome
-from .cases import allocate_case
+from .cases import allocate_case, run_case
 from .pools import Pool, gather_pools
 from .types import AllocatedState, AllocationError, DeviceID, Features, NodeAllocationError
 
@@ -18,4 +18,5 @@ __all__ = [
     "Pool",
     "allocate_case",
     "gather_pools",
+    "run_case",
 ]

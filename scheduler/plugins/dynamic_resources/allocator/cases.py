@@ -24,7 +24,7 @@ from scheduler.framework import (
     parse_resource_slice,
 )
 
-from .allocator import Allocator
+from .allocator import Allocator, Outcome
 from .types import AllocatedState, AllocationError, DeviceID, Features
 
 _FEATURES = {
@@ -52,25 +52,29 @@ def _device_id(text: str) -> DeviceID:
     return DeviceID(*parts)
 
 
+def run_case(case: Mapping[str, Any]) -> Outcome:
+    """The allocator's outcome on a case (with its search-step count); raises AllocationError
+    or DRAParseError."""
+    node = case.get("node") or {}
+    meta = node.get("metadata") or {}
+    allocator = Allocator(
+        _features(case.get("features")),
+        AllocatedState(
+            allocated_devices=frozenset(_device_id(d) for d in case.get("allocatedDevices") or ())
+        ),
+        [parse_device_class(c) for c in case.get("classes") or ()],
+        [parse_resource_slice(s) for s in case.get("slices") or ()],
+    )
+    return allocator.allocate(
+        meta.get("name", ""),
+        meta.get("labels") or {},
+        [parse_resource_claim(c) for c in case.get("claims") or ()],
+    )
+
+
 def allocate_case(case: Mapping[str, Any]) -> dict[str, Any]:
     try:
-        node = case.get("node") or {}
-        meta = node.get("metadata") or {}
-        allocator = Allocator(
-            _features(case.get("features")),
-            AllocatedState(
-                allocated_devices=frozenset(
-                    _device_id(d) for d in case.get("allocatedDevices") or ()
-                )
-            ),
-            [parse_device_class(c) for c in case.get("classes") or ()],
-            [parse_resource_slice(s) for s in case.get("slices") or ()],
-        )
-        outcome = allocator.allocate(
-            meta.get("name", ""),
-            meta.get("labels") or {},
-            [parse_resource_claim(c) for c in case.get("claims") or ()],
-        )
+        outcome = run_case(case)
     except (AllocationError, DRAParseError) as err:
         return {"error": str(err)}
     return {"allocations": outcome.allocations}
