@@ -306,16 +306,21 @@ class DRAManager:
         self._patched: tuple[int, list[ResourceSlice]] | None = None
 
     def slices_with_taint_rules(self) -> list[ResourceSlice]:
+        return self.slices_and_revision()[1]
+
+    def slices_and_revision(self) -> tuple[int, list[ResourceSlice]]:
+        """The slices with DeviceTaintRules applied and the revision they are of: what is
+        derived from them (a node's pools) may be kept under that revision."""
         revision = self.source.slices_revision()
         with self._slices_lock:
             if self._patched is not None and self._patched[0] == revision:
-                return self._patched[1]
+                return self._patched
         rules = self.source.taint_rules()
         slices = self.source.slices()
         patched = [apply_taint_rules(s, rules) for s in slices] if rules else slices
         with self._slices_lock:
             self._patched = (revision, patched)
-        return patched
+        return revision, patched
 
     def device_class(self, name: str) -> DeviceClass | None:
         return self.source.device_class(name)

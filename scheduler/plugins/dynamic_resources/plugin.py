@@ -43,6 +43,7 @@ from scheduler.plugins.dynamic_resources.allocator import (
     Allocator,
     Features,
     NodeAllocationError,
+    Pool,
 )
 from scheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
 from scheduler.plugins.dynamic_resources.binding import ClaimBinder
@@ -86,6 +87,7 @@ class PodState:
     claims: list[ResourceClaim] = field(default_factory=list)
     infos: list[ClaimInfo] = field(default_factory=list)
     allocator: Allocator | None = None
+    slices_revision: int = 0
     node_allocations: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -108,6 +110,11 @@ class DynamicResources:
         self.features = Features()
         self.selectors = SelectorCache(CEL_CACHE_SIZE)
         self.binder = ClaimBinder(handle, self.dra, args.binding_timeout)
+        #: Each node's pools (what the allocator searches), by node name: (slices revision,
+        #: node labels, pools). Pools depend on the slices and the node only, so they are
+        #: gathered once per node until a slice, a DeviceTaintRule or the node's labels change,
+        #: not for every pod.
+        self._pools: dict[str, tuple[int, Mapping[str, str], list[Pool]]] = {}
 
     # --- SignPod / PreEnqueue / events ----------------------------------------------------
 
@@ -167,6 +174,7 @@ class DynamicResources:
                 return None, status
         if to_allocate:
             allocated = self.dra.claims.gather_allocated_state()
+            s.slices_revision, slices = self.dra.slices_and_revision()
             s.allocator = Allocator(
                 self.features,
                 AllocatedState(
@@ -175,7 +183,7 @@ class DynamicResources:
                     allocated.capacity,  # type: ignore[arg-type]
                 ),
                 self.dra.device_classes(),
-                self.dra.slices_with_taint_rules(),
+                slices,
                 self.selectors,
             )
         s.claims = claims
@@ -236,7 +244,8 @@ class DynamicResources:
         if s.allocator is not None:
             claims = [s.claims[i] for i in s.to_allocate()]
             try:
-                outcome = s.allocator.allocate(node.name, node.labels, claims)
+                pools = self._node_pools(s, node.name, node.labels)
+                outcome = s.allocator.allocate(node.name, node.labels, claims, pools)
             except NodeAllocationError as err:
                 return _unschedulable(str(err))
             except AllocationError as err:
@@ -252,6 +261,15 @@ class DynamicResources:
             with s.lock:
                 s.node_allocations[node.name] = allocations
         return None
+
+    def _node_pools(self, s: PodState, name: str, labels: Mapping[str, str]) -> list[Pool]:
+        assert s.allocator is not None
+        cached = self._pools.get(name)
+        if cached is not None and cached[0] == s.slices_revision and cached[1] == labels:
+            return cached[2]
+        pools = s.allocator.pools_for(name, labels)
+        self._pools[name] = (s.slices_revision, dict(labels), pools)
+        return pools
 
     # --- PostFilter -------------------------------------------------------------------------
 

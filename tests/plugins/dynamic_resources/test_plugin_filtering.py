@@ -135,3 +135,15 @@ def test_args_defaults_and_validation() -> None:
         decode_args({"bindingTimeout": "soon"})
     with pytest.raises(ArgsError):
         decode_args({"timeout": "1s"})
+
+
+def test_node_pools_are_gathered_once_until_a_slice_changes() -> None:
+    h = handle(("n1",), claims=(claim("c1"), claim("c2")), slices=())
+    p = plugin(h)
+    first = run_plugin(p, pod("a", claims={"gpu": "c1"}), h.snap)
+    assert first.rejections() == {"n1": "cannot allocate all claims"}
+    pools = p._pools["n1"][2]
+    run_plugin(p, pod("b", claims={"gpu": "c2"}), h.snap)
+    assert p._pools["n1"][2] is pools, "the same slices: the node's pools are reused"
+    h.static_dra.add_slice(gpu_slice("n1", "gpu-0"))
+    assert run_plugin(p, pod("a", claims={"gpu": "c1"}), h.snap).feasible == ["n1"]
