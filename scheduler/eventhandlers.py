@@ -138,6 +138,21 @@ class EventHandlers:
 
         return on_add, on_update, on_delete
 
+    def update_handlers(
+        self, resource: EventResource
+    ) -> tuple[Callable[[Any], None], Callable[[Any, Any], None], Callable[[Any], None]]:
+        """(on_add, on_update, on_delete) that all send `resource`'s generic Update event
+        without objects: for a kind whose changes alter objects of another kind (a
+        DeviceTaintRule taints the devices of ResourceSlices)."""
+        update = ClusterEvent(resource, ActionType.UPDATE)
+
+        def changed(*_objects: Any) -> None:
+            start = time.perf_counter()
+            self.queue.move_all_to_active_or_backoff_queue(update, None, None)
+            _observe(update.label, start)
+
+        return changed, changed, changed
+
     # --- pods -------------------------------------------------------------------------------
 
     def on_pod_add(self, pod: Pod) -> None:

@@ -25,6 +25,10 @@ DEFAULTS: Mapping[str, bool] = {
     # pods' spec.schedulingGroup is read and scheduling.k8s.io/v1beta1 PodGroups are watched
     # (scheduler/client/gangs.py; docs/gang.md).
     "GenericWorkload": False,
+    # kube-pysched's own, off by default: DynamicResources is the real plugin
+    # (scheduler/plugins/dynamic_resources) instead of the guard that keeps pods with resource
+    # claims Pending (docs/dra.md).
+    "PyschedDynamicResources": False,
 }
 
 

@@ -89,6 +89,16 @@ class PodVolume:
 
 
 @dataclass(frozen=True, slots=True)
+class PodResourceClaim:
+    """spec.resourceClaims[]: a claim by name, or one generated from a template (its name is
+    then in status.resourceClaimStatuses once kube-controller-manager created it)."""
+
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PodCondition:
     type: str
     status: str
@@ -121,6 +131,9 @@ class Pod:
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     volumes: tuple[PodVolume, ...] = ()
     resource_claims: tuple[str, ...] = ()  # spec.resourceClaims[].name
+    pod_claims: tuple[PodResourceClaim, ...] = ()  # spec.resourceClaims
+    # status.resourceClaimStatuses: (name, resourceClaimName or None), in the API's order.
+    resource_claim_statuses: tuple[tuple[str, str | None], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
     # spec.schedulingGroup.podGroupName: the scheduling.k8s.io PodGroup the pod belongs to

@@ -30,6 +30,7 @@ from scheduler.api.objects import (
     Pod,
     PodCondition,
     PodDisruptionBudget,
+    PodResourceClaim,
     PodVolume,
     Taint,
     Toleration,
@@ -164,6 +165,16 @@ def parse_pod(obj: JsonView, *, scheduling_group: bool = True) -> Pod:
         topology_spread_constraints=spread,
         volumes=tuple(_volume(v) for v in spec.get("volumes") or ()),
         resource_claims=tuple(c.get("name", "") for c in spec.get("resourceClaims") or ()),
+        pod_claims=tuple(
+            PodResourceClaim(
+                c.get("name", ""), c.get("resourceClaimName"), c.get("resourceClaimTemplateName")
+            )
+            for c in spec.get("resourceClaims") or ()
+        ),
+        resource_claim_statuses=tuple(
+            (s.get("name", ""), s.get("resourceClaimName"))
+            for s in status.get("resourceClaimStatuses") or ()
+        ),
         tolerations=_tolerations(spec.get("tolerations")),
         scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or ()),
         pod_group_name=(group.get("podGroupName") or "") if group else "",

@@ -15,11 +15,13 @@ from urllib.parse import quote
 
 import orjson
 
+from scheduler.api.dra import ResourceClaim
 from scheduler.api.errors import ApiError, is_retriable, is_retriable_with_conflict
 from scheduler.api.json_types import Json
 from scheduler.api.objects import Pod
 from scheduler.api.parse import parse_pod
 from scheduler.client.backoff import retry_on_error
+from scheduler.client.dra import ResourceClaimWrites
 from scheduler.client.rest import STRATEGIC_MERGE_PATCH, RestClient
 
 
@@ -75,6 +77,7 @@ class KubeApi:
 
     def __init__(self, rest: RestClient) -> None:
         self.rest = rest
+        self._claims = ResourceClaimWrites(rest)
 
     # --- pods -------------------------------------------------------------------------------
 
@@ -179,6 +182,23 @@ class KubeApi:
         return result
 
     # --- delegated authentication and authorization (the secure port) ----------------------
+
+    # --- resource claims (DynamicResources) --------------------------------------------------
+
+    def reserve_resource_claim(
+        self,
+        claim: ResourceClaim,
+        allocation: Mapping[str, Any] | None,
+        consumer: Mapping[str, Any],
+        allocation_timestamp: bool,
+    ) -> ResourceClaim:
+        return self._claims.reserve(claim, allocation, consumer, allocation_timestamp)
+
+    def unreserve_resource_claim(self, claim: ResourceClaim, consumer_uid: str) -> None:
+        self._claims.unreserve(claim, consumer_uid)
+
+    def deallocate_resource_claim(self, claim: ResourceClaim) -> None:
+        self._claims.deallocate(claim)
 
     def create_token_review(self, token: str, audiences: list[str] | None = None) -> Json:
         """POST a TokenReview; the returned object's status says who the token belongs to.

@@ -29,6 +29,7 @@ from scheduler.backend.queue import QueueProfile, SchedulingQueue
 from scheduler.client.api import KubeApi
 from scheduler.client.config import ConfigError as ClientConfigError
 from scheduler.client.config import load_client_config
+from scheduler.client.dra import DEVICE_TAINT_RULE, DRAInformers
 from scheduler.client.events import EventRecorder
 from scheduler.client.gangs import GangInformers
 from scheduler.client.informer import (
@@ -55,6 +56,7 @@ from scheduler.cmd.tls import TLSConfigError, server_context
 from scheduler.config.types import KubeSchedulerConfiguration
 from scheduler.eventhandlers import EventHandlers, PodTransform, transform_node
 from scheduler.features import FeatureGates
+from scheduler.framework.dra import DRAManager
 from scheduler.framework.events import EventResource
 from scheduler.framework.gang import GangLister
 from scheduler.framework.interface import StorageLister
@@ -179,6 +181,8 @@ class App:
         self.storage: StorageInformers | None = None
         #: Likewise (`_gang_lister`).
         self.gangs: GangInformers | None = None
+        #: Likewise (`_dra_manager`): DynamicResources' informers and the claim tracker.
+        self.dra: tuple[DRAInformers, DRAManager] | None = None
         self._plugins_built = False
         self.elector: LeaderElector | None = None
         self.stopped = threading.Event()
@@ -246,6 +250,7 @@ class App:
             services=self._services_by_namespace.list,
             workload=self._workload,
             storage=self._storage_lister,
+            dra=self._dra_manager,
             gangs=self._gang_lister,
             gang_members=self.cache.gang_members,
             node_now=self.cache.node_now,
@@ -277,6 +282,14 @@ class App:
         if self.storage is not None:
             for resource, informer in self.storage.informers.items():
                 informer.add_event_handler(*handlers.resource_handlers(EventResource(resource)))
+        if self.dra is not None:
+            for resource, informer in self.dra[0].informers.items():
+                # A DeviceTaintRule changes the slices the plugin reads: a slice update.
+                informer.add_event_handler(
+                    *handlers.update_handlers(EventResource.RESOURCE_SLICE)
+                    if resource == DEVICE_TAINT_RULE
+                    else handlers.resource_handlers(EventResource(resource))
+                )
         if self.gangs is not None:
             for source, informer in self.gangs.informers.items():
                 informer.add_event_handler(
@@ -378,6 +391,15 @@ class App:
             self.storage = StorageInformers(self.rest)
         return self.storage
 
+    def _dra_manager(self) -> DRAManager:
+        """The DRA informers and claim tracker, built on a plugin's first request while
+        plugins are built (a profile with DynamicResources)."""
+        if self.dra is None:
+            self._require_plugins_being_built("Handle.dra()")
+            informers = DRAInformers(self.rest)
+            self.dra = (informers, DRAManager(informers))
+        return self.dra[1]
+
     def _gang_lister(self) -> GangLister:
         """The PodGroup informer, built on a plugin's first request while plugins are built."""
         if self.gangs is None:
@@ -398,6 +420,7 @@ class App:
         """Every informer, in start order (the pods last: their handlers read the rest)."""
         storage = list(self.storage.informers.values()) if self.storage is not None else []
         gangs = list(self.gangs.informers.values()) if self.gangs is not None else []
+        dra = list(self.dra[0].informers.values()) if self.dra is not None else []
         return [
             self.namespaces,
             self.pdbs,
@@ -405,6 +428,7 @@ class App:
             *self.workloads.values(),
             *storage,
             *gangs,
+            *dra,
             self.nodes,
             self.pods,
         ]

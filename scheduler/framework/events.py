@@ -74,6 +74,9 @@ class EventResource(enum.StrEnum):
     CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
     STORAGE_CLASS = "storage.k8s.io/StorageClass"
     POD_DISRUPTION_BUDGET = "policy/PodDisruptionBudget"
+    RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
+    RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
+    DEVICE_CLASS = "resource.k8s.io/DeviceClass"
     #: scheduler-plugins' PodGroup, under the name its Coscheduling registers (a custom
     #: resource's `<resource>.<version>.<group>`).
     POD_GROUP = "podgroups.v1alpha1.scheduling.x-k8s.io"
@@ -202,6 +205,10 @@ def pod_scheduling_properties_change(
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if len(new.tolerations) != len(old.tolerations):
         actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if new.resource_claim_statuses != old.resource_claim_statuses:
+        # kube-scheduler's extractPodGeneratedResourceClaimChange (DynamicResourceAllocation
+        # is GA): kube-controller-manager named a claim it generated from a template.
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     if not actions:
         actions.append(ActionType.UPDATE)
     return [ClusterEvent(resource, action) for action in actions]

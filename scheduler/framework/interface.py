@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.api.dra import ResourceClaim
 from scheduler.api.gang import GangRef
 from scheduler.api.json_types import Json
 from scheduler.api.namespace import Namespace
@@ -32,6 +33,7 @@ from scheduler.api.storage import (
     VolumeAttachment,
 )
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.dra import DRAManager
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.evictions import Evictions
 from scheduler.framework.gang import GangLister, GangMembers, PodGroupInfo
@@ -389,6 +391,27 @@ class ApiActions(Protocol):
 
     def update_persistent_volume_claim(self, claim: Json) -> Json: ...
 
+    def reserve_resource_claim(
+        self,
+        claim: ResourceClaim,
+        allocation: Mapping[str, Any] | None,
+        consumer: Mapping[str, Any],
+        allocation_timestamp: bool,
+    ) -> ResourceClaim:
+        """DynamicResources' PreBind (bindClaim): the delete-protection finalizer and the
+        allocation (when given), `consumer` appended to status.reservedFor; the claim the
+        API server answered. Raises with upstream's wording when the claim was deleted or
+        allocated elsewhere meanwhile."""
+        ...
+
+    def unreserve_resource_claim(self, claim: ResourceClaim, consumer_uid: str) -> None:
+        """Removes `consumer_uid` from the claim's status.reservedFor."""
+        ...
+
+    def deallocate_resource_claim(self, claim: ResourceClaim) -> None:
+        """Clears the claim's reservedFor, allocation and devices (at its resourceVersion)."""
+        ...
+
 
 class StorageLister(Protocol):
     """The storage objects the informers hold (PersistentVolumeClaims, PersistentVolumes,
@@ -475,6 +498,11 @@ class Handle(Protocol):
 
     def storage(self) -> StorageLister:
         """The storage objects (see StorageLister); calling it makes the process watch them."""
+        ...
+
+    def dra(self) -> DRAManager:
+        """The DRA objects and the claim tracker shared by all profiles; calling it makes the
+        process watch ResourceClaims, ResourceSlices, DeviceClasses and DeviceTaintRules."""
         ...
 
     def gangs(self) -> GangLister:

@@ -3,12 +3,15 @@ plugin-side module that reaches past the plugin API: it loads the entry points).
 
 from __future__ import annotations
 
-from scheduler.framework import PluginSpec, Registry
+from typing import Any
+
+from scheduler.framework import Handle, Plugin, PluginSpec, Registry
 from scheduler.framework.registry import load_entry_point_plugins
 from scheduler.plugins import (
     coscheduling,
     default_binder,
     default_preemption,
+    dynamic_resources,
     gang_scheduling,
     image_locality,
     inter_pod_affinity,
@@ -56,10 +59,32 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
 )
 
 
+#: kube-pysched's switch between the DynamicResources guard (off, the default) and the real
+#: plugin (on), until its comparison with kube-scheduler on a control plane exists (docs/dra.md).
+DRA_SWITCH = "PyschedDynamicResources"
+
+
+def _guards() -> dict[str, PluginSpec]:
+    """The guards, DynamicResources' behind its switch: args are decoded as the real plugin
+    decodes them either way (kube-scheduler validates DynamicResourcesArgs), and the switch
+    picks what is built."""
+    guards = dict(missing.GUARDS)
+    guard = guards[dynamic_resources.NAME]
+    real = dynamic_resources.SPEC
+
+    def build(args: Any, handle: Handle) -> Plugin:
+        if handle.features.enabled(DRA_SWITCH):
+            return real.factory(args, handle)
+        return guard.factory(args, handle)
+
+    guards[dynamic_resources.NAME] = PluginSpec(build, real.decode_args, guard.implements)
+    return guards
+
+
 def in_tree_registry() -> Registry:
     """Every built-in plugin under the name kube-scheduler gives it, so configs carry over, and
     a guard under the name of each default plugin this build does not have yet."""
-    return Registry(dict(_IN_TREE)).merge(dict(missing.GUARDS))
+    return Registry(dict(_IN_TREE)).merge(_guards())
 
 
 def full_registry() -> Registry:
@@ -67,6 +92,6 @@ def full_registry() -> Registry:
     an installed plugin replaces the guard of a missing default plugin of the same name."""
     installed = load_entry_point_plugins()
     in_tree = Registry(dict(_IN_TREE)).merge(
-        {name: spec for name, spec in missing.GUARDS if name not in installed}
+        {name: spec for name, spec in _guards().items() if name not in installed}
     )
     return in_tree.merge(installed)

@@ -8,11 +8,13 @@ scheduler: binding and API-dispatcher threads write while the test thread waits.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from scheduler.api.dra import ResourceClaim
 from scheduler.api.json_types import Json
 from scheduler.api.objects import Pod
 from scheduler.framework.nominations import Nominations
@@ -32,6 +34,9 @@ class FakeApi:
     * `volume_updates` / `claim_updates`: the PersistentVolume / PersistentVolumeClaim objects
       PUT, in order (writes "volume" / "claim" with the object's name); each returns the object
       with its resourceVersion incremented, as the API server would.
+    * `resource_claim_writes`: ("reserve" | "unreserve" | "deallocate", claim key, detail) of
+      DynamicResources' claim writes, in order (writes kind "resourceclaim"); a reserve returns
+      the claim with the allocation and consumer applied and its resourceVersion incremented.
     * `wait_for(predicate)` blocks until a write makes `predicate()` true (no sleeping).
     """
 
@@ -42,6 +47,7 @@ class FakeApi:
     writes: list[tuple[str, str]] = field(default_factory=list)
     volume_updates: list[Json] = field(default_factory=list)
     claim_updates: list[Json] = field(default_factory=list)
+    resource_claim_writes: list[tuple[str, str, Any]] = field(default_factory=list)
     fail_with: Exception | None = None
     fail_binds: bool = False
     fail_deletes: Exception | None = None
@@ -92,6 +98,37 @@ class FakeApi:
 
     def update_persistent_volume_claim(self, claim: Json) -> Json:
         return self._update("claim", self.claim_updates, claim)
+
+    def reserve_resource_claim(
+        self,
+        claim: ResourceClaim,
+        allocation: Mapping[str, Any] | None,
+        consumer: Mapping[str, Any],
+        allocation_timestamp: bool,
+    ) -> ResourceClaim:
+        if self.fail_with is not None:
+            raise self.fail_with
+        stored = dataclasses.replace(
+            claim,
+            resource_version=str(int(claim.resource_version or 0) + 1),
+            allocation=allocation if allocation is not None else claim.allocation,
+            reserved_for=(*claim.reserved_for, dict(consumer)),
+        )
+        entry = ("reserve", claim.key, (allocation, dict(consumer)))
+        self._write("resourceclaim", claim.key, lambda: self.resource_claim_writes.append(entry))
+        return stored
+
+    def unreserve_resource_claim(self, claim: ResourceClaim, consumer_uid: str) -> None:
+        if self.fail_with is not None:
+            raise self.fail_with
+        entry = ("unreserve", claim.key, consumer_uid)
+        self._write("resourceclaim", claim.key, lambda: self.resource_claim_writes.append(entry))
+
+    def deallocate_resource_claim(self, claim: ResourceClaim) -> None:
+        if self.fail_with is not None:
+            raise self.fail_with
+        entry = ("deallocate", claim.key, claim.resource_version)
+        self._write("resourceclaim", claim.key, lambda: self.resource_claim_writes.append(entry))
 
     def _update(self, kind: str, log: list[Json], obj: Json) -> Json:
         if self.fail_with is not None:

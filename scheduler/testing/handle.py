@@ -14,6 +14,7 @@ from scheduler.backend.cache import Cache, Snapshot
 from scheduler.clock import FakeClock
 from scheduler.features import FeatureGates
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.dra import DRAManager, StaticDRA
 from scheduler.framework.evictions import Evictions
 from scheduler.framework.gang import GangMembers, StaticGangs
 from scheduler.framework.interface import CountingCheck, Handle, Plugin, WaitingPod
@@ -47,7 +48,8 @@ class FakeHandle:
     `snap` is what `snapshot()` serves, `pods` what `get_pod()` finds (by namespace/name),
     `pdb_list` what `pdbs()` returns, `namespace_list` the namespaces `namespace_labels()` and
     `namespaces()` know, `service_list` and `workloads` what `services()` and `workload()`
-    find, `static_storage` what `storage()` serves, `static_gangs` what `gangs()` serves;
+    find, `static_storage` what `storage()` serves, `static_gangs` what `gangs()` serves,
+    `static_dra` what `dra()` serves;
     `cache` is what `gang_members()` counts (assume pods into it) and `node_now()` and
     `node_generation()` read; `evicted` is what `evictions` remembers;
     `waiting` holds the pods waiting at Permit (their timeouts run on `clock`); `activated`
@@ -69,6 +71,8 @@ class FakeHandle:
     workloads: list[Workload] = field(default_factory=list)
     static_storage: StaticStorage = field(default_factory=StaticStorage)
     static_gangs: StaticGangs = field(default_factory=StaticGangs)
+    static_dra: StaticDRA = field(default_factory=StaticDRA)
+    dra_manager: DRAManager | None = None
     cache: Cache = field(default_factory=Cache)
     clock: FakeClock = field(default_factory=FakeClock)
     evicted: Evictions = field(default_factory=Evictions)
@@ -120,6 +124,12 @@ class FakeHandle:
 
     def storage(self) -> StaticStorage:
         return self.static_storage
+
+    def dra(self) -> DRAManager:
+        """A manager over `static_dra`, made on first use (add claims and slices first)."""
+        if self.dra_manager is None:
+            self.dra_manager = DRAManager(self.static_dra)
+        return self.dra_manager
 
     def gangs(self) -> StaticGangs:
         return self.static_gangs

@@ -21,6 +21,7 @@ from scheduler.clock import FakeClock
 from scheduler.features import FeatureGates
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.dra import DRAManager, StaticDRA
 from scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.framework.gang import StaticGangs
 from scheduler.framework.interface import Handle
@@ -136,6 +137,7 @@ class Harness:
         features: FeatureGates | None = None,
         storage: StaticStorage | None = None,
         gangs: StaticGangs | None = None,
+        dra: StaticDRA | None = None,
         watch_gangs: bool = True,
         binding_workers: int | None = 2,
     ) -> None:
@@ -144,6 +146,7 @@ class Harness:
         `binding_workers=None`: the Scheduler's own default pool."""
         self.clock = FakeClock()
         self.storage = storage if storage is not None else StaticStorage()
+        self.dra = DRAManager(dra if dra is not None else StaticDRA())
         # Pods added through add_pod / add_assigned_pod become members here, as the pod
         # informer's member index would count them.
         self.gangs = gangs if gangs is not None else StaticGangs()
@@ -162,6 +165,7 @@ class Harness:
             pdbs=lambda: list(self.pdbs),
             pod_lookup=self.pods.get,
             storage=lambda: self.storage,
+            dra=lambda: self.dra,
             gangs=lambda: self.gangs,
             gang_members=self.cache.gang_members,
             watched_gangs=(lambda: self.gangs) if watch_gangs else (lambda: None),

@@ -18,6 +18,7 @@ from scheduler.api.spread import Service, Workload
 from scheduler.clock import Clock, RealClock
 from scheduler.features import FeatureGates
 from scheduler.framework import signers
+from scheduler.framework.dra import DRAManager, StaticDRA
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.evictions import Evictions
 from scheduler.framework.gang import (
@@ -70,6 +71,9 @@ class FrameworkServices:
     workload: Callable[[str, str, str], Workload | None] = lambda _kind, _ns, _name: None
     # Called when a plugin first asks for storage objects (the process then watches them).
     storage: Callable[[], StorageLister] = StaticStorage
+    # Called when a plugin first asks for DRA objects (the process then watches them); the
+    # same manager on every call.
+    dra: Callable[[], DRAManager] = field(default_factory=lambda: _static_dra())  # noqa: PLW0108 (defined below)
     # Called when a plugin first asks for pod groups (the process then watches PodGroups).
     gangs: Callable[[], GangLister] = StaticGangs
     gang_members: Callable[[GangRef], GangMembers] = lambda _ref: NO_MEMBERS
@@ -82,6 +86,18 @@ class FrameworkServices:
     watched_gangs: Callable[[], GangLister | None] = lambda: None
     # Opportunistic batching's clock (the age of its kept nodes), and gang timers'.
     clock: Clock = field(default_factory=RealClock)
+
+
+def _static_dra() -> Callable[[], DRAManager]:
+    """One empty DRA manager, made on first use: the default without DRA informers."""
+    made: list[DRAManager] = []
+
+    def get() -> DRAManager:
+        if not made:
+            made.append(DRAManager(StaticDRA()))
+        return made[0]
+
+    return get
 
 
 class Framework(FilterPoints, ScorePoints, BindingPoints):
@@ -159,6 +175,9 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
 
     def storage(self) -> StorageLister:
         return self._services.storage()
+
+    def dra(self) -> DRAManager:
+        return self._services.dra()
 
     def gangs(self) -> GangLister:
         return self._services.gangs()

@@ -1,0 +1,22 @@
+"""The structured allocator of DynamicResources (k8s.io/dynamic-resource-allocation
+structured/, the "incubating" variant v1.37's default gates select): which devices of which
+ResourceSlices satisfy a pod's ResourceClaims on one node."""
+
+from .allocator import Allocator, Outcome
+from .cases import allocate_case, run_case
+from .pools import Pool, gather_pools
+from .types import AllocatedState, AllocationError, DeviceID, Features, NodeAllocationError
+
+__all__ = [
+    "AllocatedState",
+    "AllocationError",
+    "Allocator",
+    "DeviceID",
+    "Features",
+    "NodeAllocationError",
+    "Outcome",
+    "Pool",
+    "allocate_case",
+    "gather_pools",
+    "run_case",
+]

@@ -1,0 +1,96 @@
+"""The structured allocator's entry point: built once per scheduling attempt from the classes,
+slices and allocated state, then asked per node (Allocate). The per-node view of the slices is
+prepared once, so a caller can keep it between attempts."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from scheduler.framework import DeviceClass, ResourceClaim, ResourceSlice
+
+from ..cel import SelectorCache
+from .pools import Pool, gather_pools
+from .result import allocation_results
+from .search import Search, Stop
+from .types import AllocatedState, AllocationError, Features, NodeAllocationError
+
+# Each device of a request adds two frames to the search; 32 devices per claim are allowed.
+_RECURSION_HEADROOM = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Allocate's answer: one AllocationResult (v1 JSON) per claim, or None when the claims
+    do not fit on the node. `steps` counts search steps (allocateOne invocations)."""
+
+    allocations: list[dict[str, Any]] | None
+    steps: int
+
+
+class Allocator:
+    def __init__(
+        self,
+        features: Features,
+        state: AllocatedState,
+        classes: Iterable[DeviceClass],
+        slices: Sequence[ResourceSlice],
+        selectors: SelectorCache | None = None,
+    ) -> None:
+        self.features = features
+        self.state = state
+        self.classes: Mapping[str, DeviceClass] = {c.name: c for c in classes}
+        self.selectors = selectors or SelectorCache()
+        self.all_slices = list(slices)
+        self.on_node: dict[str, list[ResourceSlice]] = {}
+        self.shared: list[ResourceSlice] = []
+        for s in self.all_slices:
+            if s.target.node_name:
+                self.on_node.setdefault(s.target.node_name, []).append(s)
+            else:
+                self.shared.append(s)
+        self.available_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
+
+    def pools_for(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
+        """The node's pools in search order (the view a caller may cache per node)."""
+        slices = [*self.on_node.get(node_name, ()), *self.shared]
+        return gather_pools(slices, node_name, labels, self.features, self.all_slices)
+
+    def allocate(
+        self,
+        node_name: str,
+        labels: Mapping[str, str],
+        claims: Sequence[ResourceClaim],
+        pools: list[Pool] | None = None,
+    ) -> Outcome:
+        """Allocates the claims, in order, on the node; raises AllocationError on bad input
+        (NodeAllocationError when only this node is affected)."""
+        if pools is None:
+            pools = self.pools_for(node_name, labels)
+        search = Search(
+            self.features,
+            self.state,
+            self.classes,
+            self.selectors,
+            node_name,
+            labels,
+            list(claims),
+            pools,
+            self.available_counters,
+        )
+        search.prepare()
+        limit = sys.getrecursionlimit()
+        if limit < _RECURSION_HEADROOM:
+            sys.setrecursionlimit(_RECURSION_HEADROOM)
+        try:
+            done = search.allocate_one(0, 0, 0, 0, False, (0, 0, 0))
+        except Stop as err:
+            raise AllocationError("allocation max size exceeded") from err
+        if not done:
+            if any(p.invalid for p in pools):
+                raise NodeAllocationError("invalid resource pools were encountered")
+            return Outcome(None, search.steps)
+        return Outcome(allocation_results(search), search.steps)

@@ -1,0 +1,170 @@
+"""The resource pools a node can use (GatherPools of the structured allocator): slices grouped
+by (driver, pool) at the newest generation, kept only when the pool is complete; pools being
+updated are marked incomplete, inconsistent ones invalid. Pools are ordered by driver and pool
+name, those with binding conditions last; slices within a pool by name. This order decides which
+device the search takes first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from scheduler.framework import CounterSet, ResourceSlice
+
+from .types import Features
+
+
+@dataclass(slots=True)
+class Pool:
+    driver: str
+    pool: str
+    incomplete: bool = False
+    invalid: bool = False
+    invalid_reason: str = ""
+    slices: list[ResourceSlice] = field(default_factory=list)
+    """Slices with devices serving the node (DeviceSlicesTargetingNode)."""
+    slices_elsewhere: list[ResourceSlice] = field(default_factory=list)
+    """The pool's other slices, for the counters their allocated devices consume."""
+    counter_sets: dict[str, CounterSet] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.driver}/{self.pool}"
+
+
+def _relevant(slice_: ResourceSlice, node_name: str, labels: Mapping[str, str]) -> bool | None:
+    """Whether the slice serves the node; None for a slice that names no nodes at all."""
+    if slice_.target.is_set():
+        return slice_.target.matches(node_name, labels)
+    if slice_.per_device_node_selection:
+        return any(d.target.matches(node_name, labels) for d in slice_.devices)
+    return None
+
+
+def _counter_sets(slices: Iterable[ResourceSlice]) -> dict[str, CounterSet] | str:
+    sets: dict[str, CounterSet] = {}
+    for s in slices:
+        for cs in s.shared_counters:
+            if cs.name in sets:
+                return f"duplicate counter set name {cs.name}"
+            sets[cs.name] = cs
+    return sets
+
+
+def _check_consumption(sets: Mapping[str, CounterSet], slices: Iterable[ResourceSlice]) -> str:
+    for s in slices:
+        for device in s.devices:
+            for use in device.consumes_counters:
+                cs = sets.get(use.counter_set)
+                if cs is None:
+                    return f"counter set {use.counter_set} not found"
+                for name in use.counters:
+                    if name not in cs.counters:
+                        return f"counter {name} not found in counter set {cs.name}"
+    return ""
+
+
+def _build_pool(
+    driver: str,
+    name: str,
+    slices: list[ResourceSlice],
+    features: Features,
+    all_for_pool: Sequence[ResourceSlice],
+) -> Pool:
+    slices.sort(key=lambda s: s.name)
+    device_slices: list[ResourceSlice] = []
+    counter_slices: list[ResourceSlice] = []
+    elsewhere: list[ResourceSlice] = []
+    for s in slices:
+        if features.partitionable_devices and s.shared_counters:
+            counter_slices.append(s)
+        else:
+            device_slices.append(s)
+    if len(slices) < len(all_for_pool):
+        here = {s.name for s in slices}
+        for s in all_for_pool:
+            if s.name in here:
+                continue
+            if features.partitionable_devices and s.shared_counters:
+                counter_slices.append(s)
+            else:
+                elsewhere.append(s)
+    names: set[str] = set()
+    for s in device_slices:
+        for device in s.devices:
+            if device.name in names:
+                return Pool(
+                    driver,
+                    name,
+                    invalid=True,
+                    invalid_reason=f"duplicate device name {device.name}",
+                )
+            names.add(device.name)
+    if not features.partitionable_devices:
+        return Pool(driver, name, slices=device_slices)
+    sets = _counter_sets(counter_slices)
+    if isinstance(sets, str):
+        return Pool(driver, name, invalid=True, invalid_reason=sets)
+    reason = _check_consumption(sets, device_slices) or _check_consumption(sets, elsewhere)
+    if reason:
+        return Pool(driver, name, invalid=True, invalid_reason=reason)
+    return Pool(driver, name, slices=device_slices, slices_elsewhere=elsewhere, counter_sets=sets)
+
+
+def _has_binding_conditions(pool: Pool) -> bool:
+    return any(d.binding_conditions for s in pool.slices for d in s.devices)
+
+
+def gather_pools(
+    slices_for_node: Iterable[ResourceSlice],
+    node_name: str,
+    labels: Mapping[str, str],
+    features: Features,
+    all_slices: Sequence[ResourceSlice],
+) -> list[Pool]:
+    """The node's pools in the allocator's order."""
+    grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for s in slices_for_node:
+        if not features.partitionable_devices and (
+            s.per_device_node_selection is not None or s.shared_counters
+        ):
+            continue
+        if not _relevant(s, node_name, labels):
+            continue
+        key = (s.driver, s.pool)
+        current = grouped.get(key)
+        if current is None or s.generation > current[0].generation:
+            grouped[key] = [s]
+        elif s.generation == current[0].generation:
+            current.append(s)
+    plain: list[Pool] = []
+    with_conditions: list[Pool] = []
+    for (driver, name), slices in grouped.items():
+        first = slices[0]
+        all_for_pool: list[ResourceSlice] = []
+        if len(slices) != first.resource_slice_count:
+            obsolete = False
+            for s in all_slices:
+                if s.driver != driver or s.pool != name:
+                    continue
+                if s.generation > first.generation:
+                    obsolete = True
+                    break
+                if s.generation == first.generation:
+                    all_for_pool.append(s)
+            if obsolete:
+                continue
+            if len(all_for_pool) != first.resource_slice_count:
+                plain.append(Pool(driver, name, incomplete=True))
+                continue
+        pool = _build_pool(driver, name, slices, features, all_for_pool)
+        (with_conditions if _has_binding_conditions(pool) else plain).append(pool)
+    plain.sort(key=lambda p: (p.driver, p.pool))
+    with_conditions.sort(key=lambda p: (p.driver, p.pool))
+    return plain + with_conditions
+
+
+def pool_counters(pool: Pool) -> dict[str, dict[str, Fraction]]:
+    """The pool's counter sets as mutable maps (name -> counter -> value)."""
+    return {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}

@@ -1,0 +1,524 @@
+"""The allocator's search (allocator_incubating.go of k8s.io/dynamic-resource-allocation's
+structured allocator, the variant v1.37's default gates select): claims in order, requests in
+order, each device of a request tried in pool, slice and device order, backtracking on failure;
+firstAvailable subrequests tried in order; the first full solution wins."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import NamedTuple
+
+from scheduler.framework import (
+    ALLOCATION_MODE_ALL,
+    ALLOCATION_MODE_EXACT_COUNT,
+    ALLOCATION_RESULTS_MAX_SIZE,
+    TAINT_EFFECT_NO_EXECUTE,
+    TAINT_EFFECT_NO_SCHEDULE,
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    ExactRequest,
+    ResourceClaim,
+    ResourceSlice,
+)
+
+from ..cel import CELError, SelectorCache
+from . import capacity as cap
+from .constraints import Constraint, DistinctAttribute, MatchAttribute
+from .pools import Pool
+from .types import AllocatedState, AllocationError, DeviceID, Features
+
+
+class RequestKey(NamedTuple):
+    claim: int
+    request: int
+    sub: int
+
+
+@dataclass(slots=True)
+class RequestData:
+    request: ExactRequest
+    parent: DeviceRequest | None
+    device_class: DeviceClass
+    num_devices: int = 0
+    selected_sub: int = 0
+    all_devices: list[Candidate] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        if self.parent is not None:
+            return f"{self.parent.name}/{self.request.name}"
+        return self.request.name
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Candidate:
+    id: DeviceID
+    device: Device
+    slice: ResourceSlice
+    pool: Pool
+
+
+@dataclass(slots=True)
+class DeviceResult:
+    request: ExactRequest
+    parent: str
+    candidate: Candidate
+    share_id: bool
+    consumed: dict[str, Fraction] | None
+    admin_access: bool
+
+    @property
+    def request_name(self) -> str:
+        return f"{self.parent}/{self.request.name}" if self.parent else self.request.name
+
+
+class Stop(Exception):
+    """The result-size limit was reached (errAllocationResultMaxSizeExceeded)."""
+
+
+def claim_ref(claim: ResourceClaim) -> str:
+    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
+
+
+class Search:
+    """One Allocate call for one node: the per-call state upstream keeps in `allocator`."""
+
+    def __init__(
+        self,
+        features: Features,
+        state: AllocatedState,
+        classes: Mapping[str, DeviceClass],
+        selectors: SelectorCache,
+        node_name: str,
+        labels: Mapping[str, str],
+        claims: list[ResourceClaim],
+        pools: list[Pool],
+        available_counters: dict[str, dict[str, dict[str, Fraction]]],
+    ) -> None:
+        self.features = features
+        self.state = state
+        self.classes = classes
+        self.selectors = selectors
+        self.node_name = node_name
+        self.labels = labels
+        self.claims = claims
+        self.pools = pools
+        # Keyed by pool name only, as upstream's cache is (shared across Allocate calls).
+        self.available_counters = available_counters
+        self.consumed_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
+        self.request_data: dict[RequestKey, RequestData] = {}
+        self.constraints: list[list[Constraint]] = []
+        self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
+        self.results: list[list[DeviceResult]] = [[] for _ in claims]
+        self.steps = 0
+
+    # --- preparation ------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Checks every request and constraint, counts devices (validateDeviceRequest)."""
+        for ci, claim in enumerate(self.claims):
+            minimum = 0
+            for ri, request in enumerate(claim.requests):
+                subs = request.first_available
+                if subs and not self.features.prioritized_list:
+                    raise AllocationError(
+                        f"claim {claim_ref(claim)}, request {request.name}: has subrequests, "
+                        "but the DRAPrioritizedList feature is disabled"
+                    )
+                if not self.features.consumable_capacity:
+                    if (
+                        request.exactly is not None
+                        and request.exactly.capacity_requests is not None
+                    ):
+                        raise AllocationError(
+                            f"claim {claim_ref(claim)}, request {request.name}: has capacity "
+                            "requests, but the DRAConsumableCapacity feature is disabled"
+                        )
+                    for sub in subs:
+                        if sub.capacity_requests is not None:
+                            raise AllocationError(
+                                f"claim {claim_ref(claim)}, subrequest {sub.name}: has capacity "
+                                "requests, but the DRAConsumableCapacity feature is disabled"
+                            )
+                if subs:
+                    least = None
+                    for si, sub in enumerate(subs):
+                        data = self._validate(ci, sub, request, RequestKey(ci, ri, si))
+                        self.request_data[RequestKey(ci, ri, si)] = data
+                        least = data.num_devices if least is None else min(least, data.num_devices)
+                    minimum += least or 0
+                else:
+                    if request.exactly is None:
+                        raise AllocationError(
+                            f"claim {claim_ref(claim)}, request {request.name}: missing device "
+                            "class name (unsupported request type?)"
+                        )
+                    data = self._validate(ci, request.exactly, None, RequestKey(ci, ri, 0))
+                    self.request_data[RequestKey(ci, ri, 0)] = data
+                    minimum += data.num_devices
+            if minimum > ALLOCATION_RESULTS_MAX_SIZE:
+                raise AllocationError(
+                    f"claim {claim_ref(claim)}: number of requested devices {minimum} exceeds "
+                    f"the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+                )
+            constraints: list[Constraint] = []
+            for i, c in enumerate(claim.constraints):
+                if c.match_attribute is not None:
+                    constraints.append(MatchAttribute(c.requests, c.match_attribute))
+                elif c.distinct_attribute is not None:
+                    constraints.append(DistinctAttribute(c.requests, c.distinct_attribute))
+                else:
+                    raise AllocationError(
+                        f"claim {claim_ref(claim)}, constraint #{i}: empty constraint "
+                        "(unsupported constraint type?)"
+                    )
+            self.constraints.append(constraints)
+
+    def _validate(
+        self, ci: int, request: ExactRequest, parent: DeviceRequest | None, key: RequestKey
+    ) -> RequestData:
+        claim = self.claims[ci]
+        where = f"claim {claim_ref(claim)}, request {request.name}"
+        for i, sel in enumerate(request.selectors):
+            if sel is None:
+                raise AllocationError(
+                    f"{where}, selector #{i}: CEL expression empty (unsupported selector type?)"
+                )
+        if not self.features.admin_access and request.admin_access is not None:
+            raise AllocationError(
+                f"{where}: admin access is requested, but the feature is disabled"
+            )
+        if not request.device_class_name:
+            raise AllocationError(f"{where}: missing device class name (unsupported request type?)")
+        device_class = self.classes.get(request.device_class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"{where}: could not retrieve device class {request.device_class_name}: "
+                f'deviceclass.resource.k8s.io "{request.device_class_name}" not found'
+            )
+        data = RequestData(request, parent, device_class)
+        if request.allocation_mode == ALLOCATION_MODE_EXACT_COUNT:
+            data.num_devices = request.count
+        elif request.allocation_mode == ALLOCATION_MODE_ALL:
+            for pool in self.pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"{where}: asks for all devices, but resource pool {pool.id} is "
+                        "currently being updated"
+                    )
+                if pool.invalid:
+                    raise AllocationError(
+                        f"{where}: asks for all devices, but resource pool {pool.id} is "
+                        "currently invalid"
+                    )
+                for s in pool.slices:
+                    for device in s.devices:
+                        if not self._selectable(key, data, s, device):
+                            continue
+                        candidate = Candidate(
+                            DeviceID(s.driver, s.pool, device.name), device, s, pool
+                        )
+                        if self.features.consumable_capacity and not self._fits(request, candidate):
+                            continue
+                        data.all_devices.append(candidate)
+            data.num_devices = len(data.all_devices)
+        else:
+            raise AllocationError(f"{where}: unsupported count mode {request.allocation_mode}")
+        return data
+
+    # --- device checks ----------------------------------------------------------------------
+
+    def _selectable(
+        self, key: RequestKey, data: RequestData, s: ResourceSlice, device: Device
+    ) -> bool:
+        """Class and request selectors, and per-device node selection (isSelectable)."""
+        if not self.features.binding_conditions and device.binding_conditions:
+            return False
+        device_id = DeviceID(s.driver, s.pool, device.name)
+        cached = self.matches.get((device_id, key))
+        if cached is not None:
+            return cached
+        result = (
+            self._selectors_match(
+                key, device, device_id, data.device_class, data.device_class.selectors
+            )
+            and self._selectors_match(key, device, device_id, None, data.request.selectors)
+            and (
+                not s.per_device_node_selection
+                or device.target.matches(self.node_name, self.labels)
+            )
+        )
+        self.matches[(device_id, key)] = result
+        return result
+
+    def _selectors_match(
+        self,
+        key: RequestKey,
+        device: Device,
+        device_id: DeviceID,
+        device_class: DeviceClass | None,
+        selectors: tuple[str | None, ...],
+    ) -> bool:
+        owner = (
+            f"class {device_class.name}"
+            if device_class is not None
+            else f"claim {claim_ref(self.claims[key.claim])}"
+        )
+        for i, expression in enumerate(selectors):
+            if expression is None:
+                raise AllocationError(
+                    f"{owner}: selector #{i}: CEL expression empty (unsupported selector type?)"
+                )
+            try:
+                compiled = self.selectors.get(expression)
+            except CELError as err:
+                raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {err}") from err
+            try:
+                matched = compiled.matches(device_id.driver, device)
+            except CELError as err:
+                raise AllocationError(
+                    f"{owner}: selector #{i} on device {device_id}: CEL runtime error: {err}"
+                ) from err
+            if not matched:
+                return False
+        return True
+
+    def _fits(self, request: ExactRequest, c: Candidate) -> bool:
+        consumed = self.state.aggregated_capacity.get(c.id, {})
+        ok = cap.fits(
+            consumed,
+            request.capacity_requests,
+            c.device.capacity,
+            self.allocating_capacity.get(c.id, {}),
+        )
+        return bool(ok)
+
+    def _in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.state.allocated_devices or bool(self.allocating.get(device_id))
+
+    def _capacity_in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.state.aggregated_capacity or device_id in self.allocating_capacity
+
+    def _taint_blocks(self, device: Device, request: ExactRequest) -> bool:
+        for taint in device.taints:
+            if taint.effect not in (TAINT_EFFECT_NO_SCHEDULE, TAINT_EFFECT_NO_EXECUTE):
+                continue
+            if not any(t.tolerates(taint) for t in request.tolerations):
+                return True
+        return False
+
+    # --- shared counters --------------------------------------------------------------------
+
+    def _available(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
+        available = self.available_counters.get(pool.pool)
+        if available is not None:
+            return available
+        available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
+        for s in (*pool.slices, *pool.slices_elsewhere):
+            for device in s.devices:
+                if not self.state.is_allocated(DeviceID(s.driver, s.pool, device.name)):
+                    continue
+                for use in device.consumes_counters:
+                    counters = available.get(use.counter_set)
+                    if counters is None:
+                        continue
+                    for name, value in use.counters.items():
+                        if name in counters:
+                            counters[name] -= value
+        self.available_counters[pool.pool] = available
+        return available
+
+    def _consume_counters(self, c: Candidate) -> bool:
+        """Takes the device's counters; False (and nothing taken) when some set runs short."""
+        available = self._available(c.pool)
+        consumed = self.consumed_counters.setdefault(c.pool.pool, {})
+        for use in c.device.consumes_counters:
+            counters = consumed.setdefault(use.counter_set, {})
+            for name, value in use.counters.items():
+                counters[name] = counters.get(name, Fraction(0)) + value
+        for set_name, counters in available.items():
+            used = consumed.get(set_name, {})
+            for name, value in counters.items():
+                if value < used.get(name, Fraction(0)):
+                    self._release_counters(c)
+                    return False
+        return True
+
+    def _release_counters(self, c: Candidate) -> None:
+        consumed = self.consumed_counters.get(c.pool.pool, {})
+        for use in c.device.consumes_counters:
+            counters = consumed.setdefault(use.counter_set, {})
+            for name, value in use.counters.items():
+                counters[name] = counters.get(name, Fraction(0)) - value
+
+    # --- the search -------------------------------------------------------------------------
+
+    def allocate_one(
+        self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int]
+    ) -> bool:
+        """Whether the rest can be allocated from here (allocateOne); raises Stop when the
+        result-size limit makes every choice of the current request fail."""
+        self.steps += 1
+        if ci >= len(self.claims):
+            return True
+        claim = self.claims[ci]
+        if ri >= len(claim.requests):
+            try:
+                return self.allocate_one(ci + 1, 0, 0, 0, False, (0, 0, 0))
+            except Stop:
+                return False
+        key = RequestKey(ci, ri, si)
+        data = self.request_data[key]
+        if not in_sub and data.parent is not None:
+            all_exceeded = True
+            sub = 0
+            while RequestKey(ci, ri, sub) in self.request_data:
+                try:
+                    success = self.allocate_one(ci, ri, sub, di, True, (0, 0, 0))
+                except Stop:
+                    sub += 1
+                    continue
+                all_exceeded = False
+                if success:
+                    data.selected_sub = sub
+                    return True
+                sub += 1
+            if all_exceeded:
+                raise Stop
+            return False
+        request = data.request
+        if request.allocation_mode == ALLOCATION_MODE_ALL and not data.all_devices:
+            return False
+        if di >= data.num_devices:
+            return self.allocate_one(ci, ri + 1, 0, 0, False, (0, 0, 0))
+        if len(self.results[ci]) + data.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
+            raise Stop
+        if request.allocation_mode == ALLOCATION_MODE_ALL:
+            undo = self.allocate_device(key, data.all_devices[di], must=True)
+            if undo is None:
+                return False
+            try:
+                done = self.allocate_one(ci, ri, si, di + 1, in_sub, (0, 0, 0))
+            except BaseException:
+                undo()
+                raise
+            if not done:
+                undo()
+            return done
+        admin = bool(request.admin_access)
+        p0, s0, d0 = start
+        for pi in range(p0, len(self.pools)):
+            pool = self.pools[pi]
+            if pool.incomplete or pool.invalid:
+                continue
+            for sli in range(s0 if pi == p0 else 0, len(pool.slices)):
+                s = pool.slices[sli]
+                first = d0 if (pi == p0 and sli == s0) else 0
+                for dvi in range(first, len(s.devices)):
+                    device = s.devices[dvi]
+                    device_id = DeviceID(pool.driver, pool.pool, device.name)
+                    if admin and ci in self.allocating.get(device_id, ()):
+                        continue
+                    if not admin and self._in_use(device_id):
+                        continue
+                    if not self._selectable(key, data, s, device):
+                        continue
+                    candidate = Candidate(device_id, device, s, pool)
+                    if self.features.consumable_capacity and not self._fits(request, candidate):
+                        continue
+                    undo = self.allocate_device(key, candidate, must=False)
+                    if undo is None:
+                        continue
+                    try:
+                        done = self.allocate_one(ci, ri, si, di + 1, in_sub, (pi, sli, dvi + 1))
+                    except BaseException:
+                        undo()
+                        raise
+                    if done:
+                        return True
+                    undo()
+        return False
+
+    def allocate_device(
+        self, key: RequestKey, c: Candidate, must: bool
+    ) -> Callable[[], None] | None:
+        """Takes the device for the request if it is free, untainted (or tolerated), within
+        counters, capacity and constraints; returns how to give it back (allocateDevice)."""
+        claim = self.claims[key.claim]
+        data = self.request_data[key]
+        request = data.request
+        admin = bool(request.admin_access)
+        multi = self.features.consumable_capacity and bool(c.device.allow_multiple_allocations)
+        if not multi and admin and key.claim in self.allocating.get(c.id, ()):
+            return None
+        if not admin and self._in_use(c.id):
+            return None
+        if not self.features.partitionable_devices and c.device.consumes_counters:
+            return None
+        skip_counters = multi and self._capacity_in_use(c.id)
+        if not skip_counters and c.device.consumes_counters and not self._consume_counters(c):
+            return None
+        if data.parent is None:
+            base, sub = request.name, ""
+        else:
+            base, sub = data.parent.name, request.name
+        if self.features.device_taints and self._taint_blocks(c.device, request):
+            return None
+        constraints = self.constraints[key.claim]
+        for i, constraint in enumerate(constraints):
+            if not constraint.add(base, sub, c.device, c.id.driver):
+                if must:
+                    raise AllocationError(
+                        f"claim {claim_ref(claim)}, request {request.name}: cannot add device "
+                        f"{c.id} because a claim constraint would not be satisfied"
+                    )
+                for earlier in constraints[:i]:
+                    earlier.remove(base, sub)
+                return None
+        holders = self.allocating.setdefault(c.id, set())
+        if not multi:
+            holders.add(key.claim)
+        consumed: dict[str, Fraction] = {}
+        if self.features.consumable_capacity:
+            if not self._fits(request, c):
+                return None
+            if multi:
+                consumed = cap.consumed_from_request(request.capacity_requests, c.device.capacity)
+                into = self.allocating_capacity.setdefault(c.id, {})
+                for name, value in consumed.items():
+                    into[name] = into.get(name, Fraction(0)) + value
+        results = self.results[key.claim]
+        results.append(
+            DeviceResult(
+                request=request,
+                parent=data.parent.name if data.parent is not None else "",
+                candidate=c,
+                share_id=multi,
+                consumed=consumed or None,
+                admin_access=admin,
+            )
+        )
+        before = len(results) - 1
+
+        def undo() -> None:
+            for constraint in constraints:
+                constraint.remove(base, sub)
+            self.allocating[c.id].discard(key.claim)
+            if multi:
+                taken = results[before].consumed
+                if taken is not None:
+                    into = self.allocating_capacity[c.id]
+                    for name, value in taken.items():
+                        into[name] -= value
+                    if all(v == 0 for v in into.values()):
+                        del self.allocating_capacity[c.id]
+            elif self.features.partitionable_devices and c.device.consumes_counters:
+                self._release_counters(c)
+            del results[before:]
+
+        return undo

@@ -1,0 +1,57 @@
+"""What the allocator takes and gives besides the API objects: the feature switches, the state
+of devices already allocated, device identities and the two kinds of failure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import NamedTuple
+
+
+class DeviceID(NamedTuple):
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """The allocator's optional behaviour (structured.Features), v1.37's defaults: every gate
+    the default allocator variant ("incubating") covers is on."""
+
+    admin_access: bool = True
+    prioritized_list: bool = True
+    partitionable_devices: bool = True
+    device_taints: bool = True
+    consumable_capacity: bool = True
+    binding_conditions: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedState:
+    """Devices in use by allocated (or in-flight) claims (structured.AllocatedState)."""
+
+    allocated_devices: frozenset[DeviceID] = frozenset()
+    allocated_shared_device_ids: frozenset[tuple[DeviceID, str]] = frozenset()
+    """(device, shareID) of allocations of devices that allow multiple allocations."""
+    aggregated_capacity: Mapping[DeviceID, Mapping[str, Fraction]] = field(default_factory=dict)
+    """Capacity consumed per shared device, by qualified capacity name."""
+
+    def is_allocated(self, device: DeviceID) -> bool:
+        """IsDeviceAllocated: fully allocated, or partly consumed through shares."""
+        if device in self.allocated_devices or device in self.aggregated_capacity:
+            return True
+        return any(shared == device for shared, _ in self.allocated_shared_device_ids)
+
+
+class AllocationError(Exception):
+    """Allocation cannot proceed because of bad input (a CEL error, a missing class, an
+    impossible claim): the scheduling attempt reports it instead of trying other nodes."""
+
+
+class NodeAllocationError(AllocationError):
+    """A failure of this node only (ErrFailedAllocationOnNode): other nodes may still fit."""
