@@ -85,20 +85,19 @@ func (r result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]any{"allocations": r.Allocations})
 }
 
-// classLister serves the case's DeviceClasses as the scheduler's informer-backed lister does.
-type classLister map[string]*resourceapi.DeviceClass
+// classLister serves the case's DeviceClasses as the scheduler's informer-backed lister does
+// (List in the case's order).
+type classLister []*resourceapi.DeviceClass
 
 func (l classLister) List() ([]*resourceapi.DeviceClass, error) {
-	out := make([]*resourceapi.DeviceClass, 0, len(l))
-	for _, class := range l {
-		out = append(out, class)
-	}
-	return out, nil
+	return l, nil
 }
 
 func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
-	if class, ok := l[name]; ok {
-		return class, nil
+	for _, class := range l {
+		if class.Name == name {
+			return class, nil
+		}
 	}
 	return nil, apierrors.NewNotFound(resourceapi.Resource("deviceclasses"), name)
 }
@@ -155,9 +154,9 @@ func allocate(ctx context.Context, line []byte) (res result) {
 	if err != nil {
 		return result{Error: err.Error()}
 	}
-	classes := classLister{}
+	classes := make(classLister, len(c.Classes))
 	for i := range c.Classes {
-		classes[c.Classes[i].Name] = &c.Classes[i]
+		classes[i] = &c.Classes[i]
 	}
 	slices := make([]*resourceapi.ResourceSlice, len(c.Slices))
 	for i := range c.Slices {
