@@ -18,7 +18,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from e2e.dra.cases import ADMIN_NAMESPACE, ALL_FEATURES, generate_case, generate_cases
-from e2e.dra.oracle import Oracle, answer_kind
+from e2e.dra.oracle import Oracle, answer_kind, answers_of
 
 pytestmark = pytest.mark.dra_oracle
 
@@ -118,6 +118,36 @@ def test_a_malformed_case_is_an_error_and_the_oracle_goes_on(oracle: Oracle) -> 
     bad_id = oracle.allocate(_case(("gpu-0",)))
     assert bad_id == {"error": 'allocatedDevices: "gpu-0" is not driver/pool/device'}
     assert oracle.allocate(_case()) == _one_device("gpu-0")
+
+
+def _two_pools() -> JSON:
+    """A case with two pools of a GPU each; the second slice's pool sorts first by name."""
+    second = json.loads(json.dumps(TWO_GPUS))
+    second["metadata"]["name"] = "shared-gpus"
+    second["spec"]["pool"]["name"] = "a-shared-pool"
+    second["spec"]["devices"] = [_gpu("gpu-9", "a100")]
+    return _case() | {"slices": [TWO_GPUS, second]}
+
+
+def _picked(answers: list[JSON]) -> list[str]:
+    return sorted(a["allocations"][0]["devices"]["results"][0]["device"] for a in answers)
+
+
+def test_with_v1_37_gates_upstream_searches_pools_by_name() -> None:
+    """The allocator v1.37's default gates select ("incubating") sorts pools by driver and
+    pool name: the GPU of the pool listed second is picked, every time."""
+    with Oracle(runs=50) as oracle:
+        assert _picked(answers_of(oracle.allocate(_two_pools()))) == ["gpu-9"]
+
+
+def test_with_consumable_capacity_and_binding_conditions_off_the_pool_order_is_random() -> None:
+    """Then upstream uses its "stable" allocator, whose GatherPools collects pools in a Go map:
+    the order is a random rotation per call, and over 200 allocations each GPU is picked (a
+    miss has a chance of about 1e-12)."""
+    case = _two_pools()
+    case["features"] |= {"consumableCapacity": False, "bindingConditions": False}
+    with Oracle(runs=200) as oracle:
+        assert _picked(answers_of(oracle.allocate(case))) == ["gpu-0", "gpu-9"]
 
 
 def test_the_generator_is_deterministic_per_seed_and_index() -> None:

@@ -17,7 +17,7 @@ import time
 from e2e.cluster.build import BuildError
 from e2e.cluster.dra_oracle import ensure_dra_oracle
 from e2e.dra.cases import generate_case, generate_cases
-from e2e.dra.oracle import Oracle, answer_kind
+from e2e.dra.oracle import Oracle, answer_kind, timed_out
 
 _FEATURES = ("adminAccess", "tolerations", "bindingConditions", "shareID", "consumedCapacity")
 
@@ -63,7 +63,8 @@ def _mix(count: int, seed: int) -> int:
         f"{kind} {kinds[kind]} ({100 * kinds[kind] / count:.0f}%)"
         for kind in ("satisfiable", "unsatisfiable", "error")
     )
-    print(f"{count} cases, seed {seed}: {split}; {elapsed:.2f}s")
+    late = sum(timed_out(a) for a in answers)
+    print(f"{count} cases, seed {seed}: {split} (of which {late} timed out); {elapsed:.2f}s")
     used: collections.Counter[str] = collections.Counter()
     for answer in answers:
         for allocation in answer.get("allocations") or []:

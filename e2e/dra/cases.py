@@ -422,21 +422,29 @@ class _Case:
             return []
         out: list[JSON] = []
         for _ in range(rng.choices((1, 2), (4, 1))[0]):
-            attribute = rng.choice(
-                (
-                    f"{STANDARD_DOMAIN}/pcieRoot",
-                    "gpu.example.com/model",
-                    "gpu.example.com/numa",
-                    "nic.example.com/speed",
-                )
-            )
-            constraint: JSON = {
-                "matchAttribute" if rng.random() < 0.7 else "distinctAttribute": attribute
-            }
+            constraint: JSON = {}
+            targets = requests
             if len(requests) > 1 and rng.random() < 0.5:
-                constraint["requests"] = [_ref(rng, r) for r in rng.sample(requests, 2)]
+                targets = rng.sample(requests, 2)
+                constraint["requests"] = [_ref(rng, r) for r in targets]
+            # Mostly an attribute the constrained devices have; one they lack can never be
+            # matched, and upstream then searches every combination before it gives up.
+            candidates = [f"{STANDARD_DOMAIN}/pcieRoot"]
+            for driver in sorted(self._drivers_of(targets)):
+                candidates += [f"{driver}/{a}" for a in DRIVERS[driver][1] if a != "ecc"]
+            if rng.random() < 0.1:
+                candidates = [f"{d}/{a}" for d, (_, attrs, _) in DRIVERS.items() for a in attrs]
+            key = "matchAttribute" if rng.random() < 0.7 else "distinctAttribute"
+            constraint[key] = rng.choice(candidates)
             out.append(constraint)
         return out
+
+    def _drivers_of(self, requests: list[JSON]) -> set[str]:
+        """The drivers whose classes the requests (and subrequests) name."""
+        exact = [r["exactly"] for r in requests if "exactly" in r]
+        exact += [sub for r in requests for sub in r.get("firstAvailable", [])]
+        drivers = {self.classes[e["deviceClassName"]][0] for e in exact}
+        return {d for d in drivers if d is not None}
 
 
 def _ref(rng: random.Random, request: JSON) -> str:

@@ -12,9 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from e2e.dra.oracle import answer_kind
+from e2e.dra.oracle import answer_kind, answers_of
 
 JSON = dict[str, Any]
+
+
+def difference_from_any(upstream: JSON, ours: object) -> str | None:
+    """None when ours agrees with upstream's answer or one of its alternatives (answers of
+    other pool orders), else how it differs from the first."""
+    candidates = answers_of(upstream)
+    if any(difference(candidate, ours) is None for candidate in candidates):
+        return None
+    why = difference(candidates[0], ours)
+    others = len(candidates) - 1
+    return f"{why} (nor like upstream's {others} other answers)" if others else why
 
 
 def difference(upstream: JSON, ours: object) -> str | None:

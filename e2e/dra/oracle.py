@@ -2,6 +2,14 @@
 
 One process serves any number of cases (it answers each line as soon as it is read), so a
 differential run of hundreds of cases pays the start-up once.
+
+Upstream's answer may depend on chance. With the consumableCapacity and bindingConditions gates
+both off, NewAllocator picks its "stable" allocator, whose GatherPools collects pools in a Go
+map: the order in which pools are searched (and with it the device picked, or whether a CEL
+error is met before a fit) is a random rotation of the pools per call. (The "incubating"
+allocator that v1.37's default gates select sorts pools by driver and pool name, those with
+binding conditions last.) ``Oracle(runs=N)`` allocates each case N times and lists the other
+answers it saw under ``"alternatives"``; any of them is upstream's behaviour.
 """
 
 from __future__ import annotations
@@ -25,13 +33,14 @@ class OracleError(RuntimeError):
 class Oracle:
     """A running ``dra-oracle``; use as a context manager (``with Oracle() as oracle``)."""
 
-    def __init__(self, binary: Path | None = None) -> None:
+    def __init__(self, binary: Path | None = None, *, runs: int = 1) -> None:
         self.binary = binary or ensure_dra_oracle()
+        self.runs = runs
         self._proc: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> Oracle:
         self._proc = subprocess.Popen(
-            [str(self.binary)],
+            [str(self.binary), f"-runs={self.runs}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -94,9 +103,21 @@ class Oracle:
         return proc.stderr.read().strip() or f"exit code {proc.returncode}"
 
 
+def answers_of(answer: JSON) -> list[JSON]:
+    """The oracle's answer and its alternatives (each without further alternatives)."""
+    first = {key: value for key, value in answer.items() if key != "alternatives"}
+    return [first, *answer.get("alternatives", [])]
+
+
 def answer_kind(answer: JSON) -> str:
     """``satisfiable``, ``unsatisfiable`` or ``error``: what the differential test compares
     first (error messages may differ in wording; the kind may not)."""
     if "error" in answer:
         return "error"
     return "unsatisfiable" if answer.get("allocations") is None else "satisfiable"
+
+
+def timed_out(answer: JSON) -> bool:
+    """Upstream gave up on the case at its per-case budget (kube-scheduler's filterTimeout,
+    10 s): its exhaustive search met a combination too large, so there is no answer to compare."""
+    return "context deadline exceeded" in str(answer.get("error", ""))

@@ -17,6 +17,12 @@
 //	                                                     when upstream gave one)
 //	{"error": "..."}                                     an error (bad input, CEL error, ...)
 //
+// Upstream's answer can depend on chance: its "stable" allocator (picked when consumable
+// capacity and binding conditions are off) collects pools in a Go map, so the order in which
+// pools are searched is a random rotation per call. With -runs N each case is allocated N times
+// and the answers that differ from the first (share IDs aside) are added to it as
+// "alternatives": [<answer>, ...].
+//
 // Unknown fields in a case are an error: a generator mistake must not pass unnoticed.
 // With -version it prints the version of the allocator module it was linked with.
 package main
@@ -38,6 +44,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -65,24 +72,51 @@ type allocationCase struct {
 }
 
 type result struct {
-	Allocations []resourceapi.AllocationResult `json:"allocations"`
-	Reason      string                         `json:"reason,omitempty"`
-	Error       string                         `json:"error,omitempty"`
+	Allocations  []resourceapi.AllocationResult
+	Reason       string
+	Error        string
+	Alternatives []result
 }
 
-// MarshalJSON writes exactly one of the three answer shapes.
+// MarshalJSON writes exactly one of the three answer shapes (plus any alternatives).
 func (r result) MarshalJSON() ([]byte, error) {
-	if r.Error != "" {
-		return json.Marshal(map[string]string{"error": r.Error})
+	out := map[string]any{"allocations": r.Allocations}
+	switch {
+	case r.Error != "":
+		out = map[string]any{"error": r.Error}
+	case r.Allocations == nil && r.Reason != "":
+		out["reason"] = r.Reason
 	}
-	if r.Allocations == nil {
-		out := map[string]any{"allocations": nil}
-		if r.Reason != "" {
-			out["reason"] = r.Reason
+	if len(r.Alternatives) > 0 {
+		out["alternatives"] = r.Alternatives
+	}
+	return json.Marshal(out)
+}
+
+// key identifies an answer up to the values of generated share IDs (random UUIDs).
+func (r result) key() string {
+	if r.Error != "" || r.Allocations == nil {
+		return fmt.Sprintf("%q %q", r.Error, r.Reason)
+	}
+	shares := map[types.UID]types.UID{}
+	allocations := make([]resourceapi.AllocationResult, len(r.Allocations))
+	for i := range r.Allocations {
+		r.Allocations[i].DeepCopyInto(&allocations[i])
+		for j := range allocations[i].Devices.Results {
+			if id := allocations[i].Devices.Results[j].ShareID; id != nil {
+				if _, ok := shares[*id]; !ok {
+					shares[*id] = types.UID(fmt.Sprintf("share-%d", len(shares)))
+				}
+				canonical := shares[*id]
+				allocations[i].Devices.Results[j].ShareID = &canonical
+			}
 		}
-		return json.Marshal(out)
 	}
-	return json.Marshal(map[string]any{"allocations": r.Allocations})
+	data, err := json.Marshal(allocations)
+	if err != nil {
+		return err.Error()
+	}
+	return string(data)
 }
 
 // classLister serves the case's DeviceClasses as the scheduler's informer-backed lister does
@@ -143,17 +177,40 @@ func decodeCase(line []byte) (*allocationCase, error) {
 	return &c, nil
 }
 
-// allocate runs one case; a panic in the allocator becomes an error answer.
-func allocate(ctx context.Context, line []byte) (res result) {
+// answer allocates one case `runs` times, each within `timeout`, and keeps the distinct answers.
+func answer(line []byte, runs int, timeout time.Duration) result {
+	c, err := decodeCase(line)
+	if err != nil {
+		return result{Error: err.Error()}
+	}
+	var first result
+	seen := sets.New[string]()
+	for run := 0; run < runs; run++ {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		res := allocate(ctx, c)
+		cancel()
+		if key := res.key(); !seen.Has(key) {
+			seen.Insert(key)
+			if run == 0 {
+				first = res
+			} else {
+				first.Alternatives = append(first.Alternatives, res)
+			}
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			break // a search this long is not repeated
+		}
+	}
+	return first
+}
+
+// allocate runs one case once; a panic in the allocator becomes an error answer.
+func allocate(ctx context.Context, c *allocationCase) (res result) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = result{Error: fmt.Sprintf("allocator panicked: %v", p)}
 		}
 	}()
-	c, err := decodeCase(line)
-	if err != nil {
-		return result{Error: err.Error()}
-	}
 	classes := make(classLister, len(c.Classes))
 	for i := range c.Classes {
 		classes[i] = &c.Classes[i]
@@ -216,7 +273,8 @@ func linkedVersion() string {
 func main() {
 	version := flag.Bool("version", false, "print the linked "+allocatorModule+" version and exit")
 	timeout := flag.Duration("timeout", 10*time.Second,
-		"budget per case (kube-scheduler's default filterTimeout); exceeding it is an error answer")
+		"budget per allocation (kube-scheduler's default filterTimeout); exceeding it is an error answer")
+	runs := flag.Int("runs", 1, "allocate each case this many times and report the distinct answers")
 	flag.Parse()
 	if *version {
 		fmt.Printf("%s %s\n", allocatorModule, linkedVersion())
@@ -228,10 +286,7 @@ func main() {
 	for {
 		line, err := in.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-			res := allocate(ctx, line)
-			cancel()
-			if encErr := enc.Encode(res); encErr != nil {
+			if encErr := enc.Encode(answer(line, max(*runs, 1), *timeout)); encErr != nil {
 				fmt.Fprintf(os.Stderr, "dra-oracle: encode answer: %v\n", encErr)
 				os.Exit(1)
 			}
