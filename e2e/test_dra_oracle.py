@@ -184,10 +184,17 @@ def _dry_run(call: Any, *args: Any) -> str | None:
 
 @pytest.fixture
 def admin_namespace(core_v1: k8s.CoreV1Api) -> Iterator[str]:
-    """The namespace generated admin-access claims live in, labelled as upstream requires."""
+    """The namespace generated admin-access claims live in, labelled as upstream requires
+    (created and deleted again, unless the cluster already has it)."""
     labels = {"resource.kubernetes.io/admin-access": "true"}
     body = k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=ADMIN_NAMESPACE, labels=labels))
-    core_v1.create_namespace(body)
+    try:
+        core_v1.create_namespace(body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        yield ADMIN_NAMESPACE  # a cluster's own: left as it is
+        return
     try:
         yield ADMIN_NAMESPACE
     finally:
