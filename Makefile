@@ -99,6 +99,14 @@ CONFORMANCE_ARGS ?=
 conformance: install e2e-test-build
 	env -u KUBECONFIG $(PY) -m e2e.conformance $(CONFORMANCE_ARGS)
 
+# The DRA oracle: upstream's structured allocator (k8s.io/dynamic-resource-allocation of the
+# pinned release) behind a JSON-lines CLI, built once into the cache; the differential test of
+# kube-pysched's allocator runs cases through it (docs/testing.md). `python -m e2e.dra mix`
+# prints how its answers to generated cases split.
+.PHONY: dra-oracle-build
+dra-oracle-build: install
+	$(PY) -m e2e.dra build
+
 # scheduler_perf-style workloads, kube-scheduler beside kube-pysched (docs/benchmarks.md).
 BENCH_ARGS ?= --workload all --size 1000
 bench: install cluster-build

@@ -26,6 +26,7 @@ from e2e.cluster import (
     ensure_helm,
     wait_default_service_account,
 )
+from e2e.cluster.dra_oracle import ensure_dra_oracle
 from e2e.cluster.e2etest import build_e2e_test
 from e2e.cluster.nodes import NodeFactory
 from e2e.pysched import Pysched
@@ -46,6 +47,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "e2e_test_binary: needs Kubernetes' e2e.test (built before the tests run)"
     )
     config.addinivalue_line("markers", "helm: needs the helm binary (built before the tests run)")
+    config.addinivalue_line(
+        "markers", "dra_oracle: needs the DRA allocation oracle (built before the tests run)"
+    )
     config.addinivalue_line(
         "markers", "reliability: the fault tests of the reliability suite (docs/reliability.md)"
     )
@@ -85,6 +89,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             build_e2e_test()
     if any(item.get_closest_marker("helm") for item in session.items):
         ensure_helm()
+    if any(item.get_closest_marker("dra_oracle") for item in session.items):
+        ensure_dra_oracle()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,1 @@
+"""DRA differential testing: upstream's allocator as an oracle, and seeded random cases for it."""
