@@ -46,10 +46,12 @@ def _features(raw: Mapping[str, Any] | None) -> Features:
 
 
 def _device_id(text: str) -> DeviceID:
-    parts = text.split("/")
-    if len(parts) != 3:
+    """driver/pool/device, where a pool name may itself hold slashes (driver and device cannot)."""
+    driver, _, rest = text.partition("/")
+    pool, _, device = rest.rpartition("/")
+    if not driver or not pool or not device:
         raise AllocationError(f"allocatedDevices: {text!r} is not driver/pool/device")
-    return DeviceID(*parts)
+    return DeviceID(driver, pool, device)
 
 
 def run_case(case: Mapping[str, Any]) -> Outcome:
