@@ -128,6 +128,7 @@ def test_node_agents_run_on_their_node(core_v1: k8s.CoreV1Api, kwok_nodes: NodeF
         conditions = {c.type: c.status for c in pod.status.conditions}
         assert conditions["PodScheduled"] == "True", pod.metadata.name
         assert conditions["Ready"] == "True", pod.metadata.name
+        assert len(pod.status.pod_ips) == 1, pod.status.pod_ips
 
 
 def test_prompt_pod_deletion_waits_only_for_prestop_sleep(local_control_plane: object) -> None:

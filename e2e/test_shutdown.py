@@ -121,5 +121,8 @@ def test_sigterm_with_the_api_server_gone_exits_within_the_bound(
     assert proc.process.returncode == 0, proc.tail(40)
     assert after.count(DROP_LINE) <= 1
     assert "unable to write event (will retry)" not in after, after
-    # A watch cut by the shutdown itself is not reported as a short watch.
-    assert "very short watch" not in after, after
+    if cut == "stalled":
+        # The partition keeps every watch open, so a watch that ends now was cut by the
+        # shutdown itself, which is not reported as a short watch. (Closing the proxy cuts the
+        # watches at the same moment as the signal, so their short-watch lines may follow it.)
+        assert "very short watch" not in after, after

@@ -37,6 +37,8 @@ NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 #: System pods Kubernetes' e2e framework (``e2enode.WaitForTotalHealthy``) wants running on
 #: every schedulable node; without them each sig-scheduling BeforeEach waits out a minute.
 NODE_AGENTS = ("kube-proxy", "fluentd-elasticsearch", "node-problem-detector")
+#: Served by no scheduler: node agent pods are bound by create_node_agents, not scheduled.
+NODE_AGENT_SCHEDULER = "kwok-node-agent"
 
 #: The ``kwok_nodes`` fixture's type: ``(count, **create_kwok_node args) -> Ready nodes``.
 NodeFactory = Callable[..., list[k8s.V1Node]]
@@ -166,11 +168,11 @@ def create_kwok_node(
 
 
 def node_agent_manifest(agent: str, node: k8s.V1Node) -> dict[str, Any]:
-    """A kube-system pod bound to ``node``, standing in for a kubelet's static/DaemonSet pod.
+    """A kube-system pod for ``node``, standing in for a kubelet's static/DaemonSet pod.
 
-    Bound directly (``spec.nodeName``) like a kubelet's static pod, so no scheduler under test
-    is involved; owned by the Node, so the garbage collector removes it with the node. No
-    resource requests, tolerating every taint like kube-proxy.
+    Its scheduler name is served by no scheduler, so no scheduler under test touches it
+    (create_node_agents binds it); owned by the Node, so the garbage collector removes it with
+    the node. No resource requests, tolerating every taint like kube-proxy.
     """
     name = node.metadata.name
     return {
@@ -185,7 +187,7 @@ def node_agent_manifest(agent: str, node: k8s.V1Node) -> dict[str, Any]:
             ],
         },
         "spec": {
-            "nodeName": name,
+            "schedulerName": NODE_AGENT_SCHEDULER,
             "priorityClassName": "system-node-critical",
             "tolerations": [{"operator": "Exists"}],
             "containers": [{"name": agent, "image": f"registry.k8s.io/{agent}:kwok"}],
@@ -196,14 +198,20 @@ def node_agent_manifest(agent: str, node: k8s.V1Node) -> dict[str, Any]:
 def create_node_agents(client_or_kubeconfig: ClientLike, node: k8s.V1Node) -> None:
     """Create the NODE_AGENTS pods of one node (kwok then reports them Running).
 
-    A kubelet reports ``PodScheduled=True`` for the pods it runs, also for pods no scheduler
-    bound; kwok does not, and Kubernetes' e2e specs fail on a bound pod without the condition.
+    Each pod is created unbound and then bound through the binding subresource, which sets
+    ``nodeName`` and ``PodScheduled=True`` in one write (Kubernetes' e2e specs fail on a bound
+    pod without the condition). Creating it with ``nodeName`` and patching the condition after
+    gives kwok two updates to race on: it then writes two pod IPs of one family, the API server
+    rejects that, and the pod stays Pending until kwok's retry backoff runs out.
     """
     api = core_v1(client_or_kubeconfig)
-    scheduled = {"status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}}
+    target = k8s.V1ObjectReference(api_version="v1", kind="Node", name=node.metadata.name)
     for agent in NODE_AGENTS:
         pod = api.create_namespaced_pod("kube-system", node_agent_manifest(agent, node))
-        api.patch_namespaced_pod_status(pod.metadata.name, "kube-system", scheduled)
+        binding = k8s.V1Binding(metadata=k8s.V1ObjectMeta(name=pod.metadata.name), target=target)
+        api.create_namespaced_pod_binding(
+            pod.metadata.name, "kube-system", binding, _preload_content=False
+        )
 
 
 def create_kwok_nodes(

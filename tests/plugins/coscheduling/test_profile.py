@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.cmd.app import build_frameworks, build_queue
+from scheduler.cmd.profiles import build_frameworks, build_queue
 from scheduler.config import ConfigError
 from scheduler.config.load import parse_config_text
 from scheduler.features import FeatureGates
