@@ -271,7 +271,7 @@ class GroupCycle:
             p.uid for p in fwk.gangs().members(group.key) if not p.node_name and p.uid != skip
         ]
         members = [first, *queue.take_pod_group(pending)] if pending else [first]
-        if v_enabled(2):
+        if v_enabled(3):
             log.info(
                 "attempting to schedule pod group",
                 group=group.name,

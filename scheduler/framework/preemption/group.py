@@ -35,6 +35,7 @@ from scheduler.framework.preemption.victims import (
     victim_units,
 )
 from scheduler.framework.status import Code, Status
+from scheduler.logging import v_enabled
 
 log = structlog.get_logger(__name__)
 
@@ -106,12 +107,13 @@ class GroupEvaluator:
             return None, status
         nominations = {a.pod.uid: a.node_name for a in found.assignments}
         victims = found.pods
-        log.info(
-            "preemption victims for pod group are determined",
-            group=group.name,
-            victims=[v.key for v in victims],
-            nominations={a.pod.key: a.node_name for a in found.assignments},
-        )
+        if v_enabled(2):
+            log.info(
+                "preemption victims for pod group are determined",
+                group=group.name,
+                victims=[v.key for v in victims],
+                nominations={a.pod.key: a.node_name for a in found.assignments},
+            )
         error = self._executor.preempt_for_group(
             [a.pod for a in found.assignments], victims, found.num_pdb_violations
         )
