@@ -212,6 +212,18 @@ def slope_per_hour(points: Iterable[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in pts) / var * 3600.0
 
 
+def rss_growth(samples: list[tuple[float, int, float]], window: float) -> float | None:
+    """RSS growth over the last `window` seconds of a series (MiB): the mean of its last
+    minute minus the mean of the window's first minute; None if the series is shorter."""
+    if not samples or samples[-1][0] - samples[0][0] < window:
+        return None
+    end = samples[-1][0]
+    first = [r for t, r, _ in samples if end - window <= t < end - window + 60]
+    last = [r for t, r, _ in samples if t > end - 60]
+    mib = 1024 * 1024
+    return (sum(last) / len(last) - sum(first) / len(first)) / mib
+
+
 def rss_summary(samples: list[tuple[float, int, float]]) -> dict[str, Any]:
     """Start, max, end and slope of an RSS series (MiB), and the CPU used (s)."""
     mib = 1024 * 1024

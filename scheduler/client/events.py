@@ -13,7 +13,11 @@ necessarily written in it.
 Isomorphic events (same regarding/related object, type, reason, action, reporter) become an
 EventSeries, as client-go does: the first is created, the second patches the stored event with
 `series.count = 2`, later ones only count up in memory; series are written back every 30 minutes
-and finished (written a last time and forgotten) 6 minutes after their last occurrence.
+and finished (written a last time and forgotten) 6 minutes after their last occurrence, checked
+every minute (client-go checks every 6 minutes: 6 to 12). Events seen once are kept for that
+time too, but no more than MAX_SINGLE_EVENTS of them (the oldest forgotten first, as client-go's
+record correlator keeps 4096 in an LRU): every bound pod leaves one (its Scheduled Event, which
+never repeats), so a time bound alone held 6 to 12 minutes of bindings, about 1 KB each.
 A transport failure is retried (up to 12 tries, ~10 s apart, without holding up other events);
 an error status from the server is logged and the event abandoned, like client-go.
 """
@@ -27,7 +31,7 @@ import socket
 import threading
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -62,6 +66,10 @@ DEFAULT_SENDERS = 64
 MAX_TRIES = 12
 RETRY_INTERVAL = 10.0
 FINISH_TIME = 6 * 60.0
+FINISH_CHECK = 60.0  # how often series (and single events) are checked for FINISH_TIME
+# Single events kept for a possible repeat (client-go's maxLruCacheEntries); at about 1 KB each
+# (the key's object references, the name, the note), 4 MB at most.
+MAX_SINGLE_EVENTS = 4096
 REFRESH_TIME = 30 * 60.0
 _DROP_LOG_INTERVAL = 1.0
 
@@ -181,6 +189,7 @@ class EventRecorder:
         retry_interval: float = RETRY_INTERVAL,
         max_tries: int = MAX_TRIES,
         senders: int = DEFAULT_SENDERS,
+        max_single_events: int = MAX_SINGLE_EVENTS,
     ) -> None:
         if senders < 1:
             raise ValueError(f"an event recorder needs at least one sender, not {senders}")
@@ -210,6 +219,9 @@ class EventRecorder:
         # The series cache, the last event name's nanos and the maintenance times.
         self._cache_lock = threading.Lock()
         self._cache: dict[EventKey, _Entry] = {}
+        # The cache's keys seen only once, oldest first: at most max_single_events.
+        self._singles: OrderedDict[EventKey, None] = OrderedDict()
+        self._max_singles = max(1, max_single_events)
         self._last_nanos = 0
         self._next_finish = 0.0
         self._next_refresh = 0.0
@@ -223,13 +235,20 @@ class EventRecorder:
         """How many writes this recorder keeps in flight at most."""
         return self._senders
 
+    @property
+    def cached(self) -> tuple[int, int]:
+        """Events kept for a possible repeat: (single events, series)."""
+        with self._cache_lock:
+            singles = len(self._singles)
+            return singles, len(self._cache) - singles
+
     # --- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> None:
         if self._threads:
             return
         now = self._clock.monotonic()
-        self._next_finish = now + FINISH_TIME
+        self._next_finish = now + FINISH_CHECK
         self._next_refresh = now + REFRESH_TIME
         self._threads = [
             threading.Thread(target=self._run, name=f"event-recorder-{i}", daemon=True)
@@ -394,6 +413,7 @@ class EventRecorder:
                     entry.count += 1
                     return None
                 entry.count = 2
+                del self._singles[key]
                 return _Send(key, entry, patch=True)
             nanos = max(int(when * 1e9), self._last_nanos + 1)
             self._last_nanos = nanos
@@ -404,6 +424,10 @@ class EventRecorder:
                 truncate_note(message),
             )
             self._cache[key] = entry
+            self._singles[key] = None
+            if len(self._singles) > self._max_singles:
+                oldest, _ = self._singles.popitem(last=False)
+                del self._cache[oldest]
             return _Send(key, entry, patch=False)
 
     def _body(self, send: _Send) -> Json:
@@ -506,7 +530,8 @@ class EventRecorder:
 
     def _due_series_writes(self) -> list[_Send]:
         """The series writes due now: every series refreshed each REFRESH_TIME, and series
-        (and single events) unseen for FINISH_TIME finished and forgotten."""
+        (and single events) unseen for FINISH_TIME finished and forgotten (checked every
+        FINISH_CHECK)."""
         now_mono = self._clock.monotonic()
         if now_mono < self._next_refresh and now_mono < self._next_finish:
             return []
@@ -520,7 +545,7 @@ class EventRecorder:
                     if entry.count
                 ]
             if now_mono >= self._next_finish:
-                self._next_finish = now_mono + FINISH_TIME
+                self._next_finish = now_mono + FINISH_CHECK
                 cutoff = self._clock.now() - FINISH_TIME
                 for key, entry in list(self._cache.items()):
                     if entry.count:
@@ -529,4 +554,5 @@ class EventRecorder:
                             del self._cache[key]
                     elif entry.event_time < cutoff:
                         del self._cache[key]
+                        del self._singles[key]
         return sends

@@ -46,7 +46,7 @@ from scheduler.client.ratelimit import TokenBucket
 from scheduler.client.rest import RestClient
 from scheduler.client.storage import StorageInformers
 from scheduler.clock import RealClock
-from scheduler.cmd import shutdown
+from scheduler.cmd import memtrace, shutdown
 from scheduler.cmd.auth import Authenticator, Authorizer, RequestGuard, TokenAuthenticator
 from scheduler.cmd.options import Options
 from scheduler.cmd.profiles import build_frameworks, build_queue
@@ -503,6 +503,8 @@ def run(options: Options, *, registry: Registry | None = None, install_signals: 
     Problems found while building the process (plugin args, kubeconfig, a taken port) are
     reported in one line and exit 1 before anything is started (so are unusable TLS files).
     """
+    if install_signals:
+        memtrace.install_from_env()  # opt-in ($KUBE_PYSCHED_MEMTRACE_DIR), before anything is built
     try:
         app = App(options, registry if registry is not None else full_registry())
     except (FrameworkError, ClientConfigError, TLSConfigError, OSError) as err:

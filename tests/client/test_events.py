@@ -15,6 +15,7 @@ from scheduler.api.errors import ApiConnectionError, ApiError
 from scheduler.api.objects import Pod
 from scheduler.client.events import (
     DEFAULT_SENDERS,
+    FINISH_CHECK,
     FINISH_TIME,
     EventRecorder,
     ObjectRef,
@@ -372,3 +373,53 @@ def test_at_stop_unsendable_events_are_dropped_with_one_line(
     assert events.count("unable to write event (will retry)") == 1  # before the stop began
     dropped = next(r for r in logs if r["event"] == "dropping unsent events at shutdown")
     assert dropped["count"] == 3
+
+
+def test_single_events_kept_are_bounded_oldest_forgotten_first(
+    api: FakeEventsApi, clock: FakeClock
+) -> None:
+    rec = EventRecorder(api, clock=clock, senders=1, max_single_events=3)  # type: ignore[arg-type]
+    rec.start()
+    try:
+        # A series does not count against the bound: only time ends it.
+        for _ in range(2):
+            rec.eventf(pod("s"), None, "Warning", "FailedScheduling", "Scheduling", "no")
+        for i in range(5):
+            rec.eventf(pod(f"b{i}"), None, "Normal", "Scheduled", "Binding", "ok")
+        assert rec.flush(5)
+        assert rec.cached == (3, 1)  # b2, b3, b4 and the series
+        # b0 was forgotten: its repeat is a new Event; b4's repeat makes it a series.
+        rec.eventf(pod("b0"), None, "Normal", "Scheduled", "Binding", "ok")
+        rec.eventf(pod("b4"), None, "Normal", "Scheduled", "Binding", "ok")
+        rec.eventf(pod("s"), None, "Warning", "FailedScheduling", "Scheduling", "no")
+        assert rec.flush(5)
+        (verb, _, body), (last_verb, target, patch) = api.calls[-2:]
+        assert (verb, body["regarding"]["name"]) == ("create", "b0")
+        assert (last_verb, target.split(".")[0], patch["series"]["count"]) == ("patch", "ns/b4", 2)
+        assert rec.cached == (2, 2)  # b3, b0; the series of s and b4
+    finally:
+        rec.stop(timeout=5)
+
+
+def test_events_are_forgotten_at_the_first_check_after_finish_time(
+    recorder: EventRecorder, api: FakeEventsApi, clock: FakeClock
+) -> None:
+    recorder.eventf(pod("once"), None, "Normal", "Scheduled", "Binding", "ok")
+    for _ in range(3):
+        recorder.eventf(pod("thrice"), None, "Warning", "FailedScheduling", "Scheduling", "no")
+    clock.step(100)
+    recorder.eventf(pod("late"), None, "Normal", "Scheduled", "Binding", "ok")
+    assert recorder.flush(5)
+    assert recorder.cached == (2, 1)
+    # FINISH_TIME after the first three: those are finished, the series written a last time.
+    clock.step(FINISH_TIME - 100 + 1)
+    recorder.eventf(pod("wake"), None, "Normal", "Scheduled", "Binding", "ok")
+    assert recorder.flush(5)
+    assert api.calls[-1][0] == "patch"
+    assert api.calls[-1][2]["series"]["count"] == 3
+    assert recorder.cached == (2, 0)  # late, wake
+    # Within FINISH_CHECK of late's FINISH_TIME (not one FINISH_TIME later): late is gone.
+    clock.step(100 + FINISH_CHECK)
+    recorder.eventf(pod("wake2"), None, "Normal", "Scheduled", "Binding", "ok")
+    assert recorder.flush(5)
+    assert recorder.cached == (2, 0)  # wake, wake2
