@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.dynamic_resources.allocator_kit import Error, check
+from tests.plugins.dynamic_resources.allocator_kit import Error, NodeFailure, check
 from tests.plugins.dynamic_resources.builders import (
     NODE_SELECTION_ALL,
     all_request,
@@ -186,7 +186,7 @@ CASES: dict[str, tuple[dict[str, Any], Any]] = {
             ],
             node(N1, R1),
         ),
-        Error("invalid resource pools were encountered"),
+        NodeFailure("invalid resource pools were encountered"),
     ),
     "no-slices": (
         case([claim_with_request("claim-0", "req-0", CA)], [device_class(CA, A)], [], node(N1, R1)),

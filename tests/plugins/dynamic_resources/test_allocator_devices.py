@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.dynamic_resources.allocator_kit import Error, check
+from tests.plugins.dynamic_resources.allocator_kit import Error, NodeFailure, check
 from tests.plugins.dynamic_resources.builders import (
     NODE_SELECTION_PER_DEVICE,
     all_request,
@@ -431,7 +431,7 @@ CASES: dict[str, tuple[dict[str, Any], Any]] = {
             node(N1, R1),
             PART,
         ),
-        Error("invalid resource pools were encountered"),
+        NodeFailure("invalid resource pools were encountered"),
     ),
     "tainted-two-devices": (
         case(

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.dynamic_resources.allocator_kit import Error, check, steps
+from tests.plugins.dynamic_resources.allocator_kit import NodeFailure, check, steps
 from tests.plugins.dynamic_resources.builders import (
     all_request,
     allocation,
@@ -156,7 +156,7 @@ CASES: dict[str, tuple[dict[str, Any], Any, int | None]] = {
             node(N1, R1),
             PART,
         ),
-        Error("invalid resource pools were encountered"),
+        NodeFailure("invalid resource pools were encountered"),
         None,
     ),
     "partitionable-devices-device-counter-consumption-references-unknown-counter-set": (
@@ -176,7 +176,7 @@ CASES: dict[str, tuple[dict[str, Any], Any, int | None]] = {
             node(N1, R1),
             PART,
         ),
-        Error("invalid resource pools were encountered"),
+        NodeFailure("invalid resource pools were encountered"),
         None,
     ),
     "partitionable-devices-device-counter-consumption-references-unknown-counter-in-counter-set": (
@@ -190,7 +190,7 @@ CASES: dict[str, tuple[dict[str, Any], Any, int | None]] = {
             node(N1, R1),
             PART,
         ),
-        Error("invalid resource pools were encountered"),
+        NodeFailure("invalid resource pools were encountered"),
         None,
     ),
     "partitionable-devices-device-counter-consumption-references-counter-set-in-other-pool": (
@@ -204,7 +204,7 @@ CASES: dict[str, tuple[dict[str, Any], Any, int | None]] = {
             node(N1, R1),
             PART,
         ),
-        Error("invalid resource pools were encountered"),
+        NodeFailure("invalid resource pools were encountered"),
         None,
     ),
     "partitionable-devices-devices-on-different-nodes-consume-same-counter-set": (
@@ -290,7 +290,7 @@ CASES: dict[str, tuple[dict[str, Any], Any, int | None]] = {
             node(N1, R1),
             PART,
         ),
-        Error("invalid resource pools were encountered"),
+        NodeFailure("invalid resource pools were encountered"),
         None,
     ),
     "different-resourceslices-in-pool-can-target-different-nodes": (
@@ -332,7 +332,7 @@ CASES: dict[str, tuple[dict[str, Any], Any, int | None]] = {
             node(N1, R1),
             allocated=[f"{A}/{P2}/device-2"],
         ),
-        Error("invalid resource pools were encountered"),
+        NodeFailure("invalid resource pools were encountered"),
         None,
     ),
     "no-allocation-from-incomplete-pools": (

@@ -301,7 +301,8 @@ CASES: dict[str, tuple[dict[str, Any], Any, dict[str, Any]]] = {
             node(N1, R1),
             CAP,
         ),
-        [allocation(LOCAL, share("req-0", "device-2", {"capacity-0": "1"}))],
+        # device-1's capacity is used up but it still matches: All fails (not device-2 alone).
+        None,
         {"aggregated": {D1: {"capacity-0": "1"}}},
     ),
     "consumable-capacity-dedicated-device-with-consumable-capacity-request": (

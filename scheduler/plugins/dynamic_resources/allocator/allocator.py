@@ -15,7 +15,7 @@ from scheduler.framework import DeviceClass, ResourceClaim, ResourceSlice
 from ..cel import SelectorCache
 from .pools import Pool, gather_pools
 from .result import allocation_results
-from .search import Search, Stop
+from .search import PoolKey, Search, Stop
 from .types import AllocatedState, AllocationError, Features, NodeAllocationError
 
 # Each device of a request adds two frames to the search; 32 devices per claim are allowed.
@@ -52,7 +52,7 @@ class Allocator:
                 self.on_node.setdefault(s.target.node_name, []).append(s)
             else:
                 self.shared.append(s)
-        self.available_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
+        self.available_counters: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}
 
     def pools_for(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
         """The node's pools in search order (the view a caller may cache per node)."""

@@ -8,7 +8,8 @@ upstream's Go allocator shares with it:
                   "deviceTaints": bool, "consumableCapacity": bool, "bindingConditions": bool}}
 
 answers {"allocations": [<v1 AllocationResult> per claim]} when the claims fit on the node,
-{"allocations": null} when they do not, {"error": "<message>"} when allocation fails. Missing
+{"allocations": null} when they do not (with a "reason" when this node failed for one, as
+invalid pools), {"error": "<message>"} when allocation fails. Missing
 feature keys take v1.37's defaults (on). shareID values are random, as upstream's are.
 """
 
@@ -25,7 +26,7 @@ from scheduler.framework import (
 )
 
 from .allocator import Allocator, Outcome
-from .types import AllocatedState, AllocationError, DeviceID, Features
+from .types import AllocatedState, AllocationError, DeviceID, Features, NodeAllocationError
 
 _FEATURES = {
     "adminAccess": "admin_access",
@@ -77,6 +78,9 @@ def run_case(case: Mapping[str, Any]) -> Outcome:
 def allocate_case(case: Mapping[str, Any]) -> dict[str, Any]:
     try:
         outcome = run_case(case)
+    except NodeAllocationError as err:
+        # Upstream's ErrFailedAllocationOnNode: this node does not fit, others may.
+        return {"allocations": None, "reason": str(err)}
     except (AllocationError, DRAParseError) as err:
         return {"error": str(err)}
     return {"allocations": outcome.allocations}

@@ -77,13 +77,12 @@ class MatchAttribute(Constraint):
 
 
 class DistinctAttribute(Constraint):
-    """Upstream keeps one value per request name (a later device of the same request replaces
-    the earlier one's value), which this follows."""
+    """The values of the devices added so far, as a stack: `remove` drops the last one (each
+    successful add is undone by exactly one remove, in reverse order)."""
 
     def __init__(self, requests: Iterable[str], attribute: str) -> None:
         super().__init__(requests, attribute)
-        self.values: dict[str, DeviceAttribute] = {}
-        self.count = 0
+        self.values: list[DeviceAttribute] = []
 
     def add(self, request: str, subrequest: str, device: Device, driver: str) -> bool:
         if not self.applies(request, subrequest):
@@ -91,20 +90,14 @@ class DistinctAttribute(Constraint):
         attr = lookup_attribute(device, driver, self.attribute)
         if attr is None:
             return False
-        if self.count == 0:
-            self.values[request] = attr
-            self.count = 1
-            return True
-        if attr.kind not in _KNOWN:
-            return False
-        for seen in self.values.values():
+        for seen in self.values:
+            if attr.kind not in _KNOWN:
+                return False
             if seen.kind == attr.kind and seen.value == attr.value:
                 return False
-        self.values[request] = attr
-        self.count += 1
+        self.values.append(attr)
         return True
 
     def remove(self, request: str, subrequest: str) -> None:
         if self.applies(request, subrequest):
-            self.values.pop(request, None)
-            self.count -= 1
+            self.values.pop()

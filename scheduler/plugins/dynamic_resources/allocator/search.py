@@ -30,6 +30,9 @@ from .constraints import Constraint, DistinctAttribute, MatchAttribute
 from .pools import Pool
 from .types import AllocatedState, AllocationError, DeviceID, Features
 
+#: A pool's identity (driver, pool name): upstream's PoolID.
+PoolKey = tuple[str, str]
+
 
 class RequestKey(NamedTuple):
     claim: int
@@ -96,7 +99,7 @@ class Search:
         labels: Mapping[str, str],
         claims: list[ResourceClaim],
         pools: list[Pool],
-        available_counters: dict[str, dict[str, dict[str, Fraction]]],
+        available_counters: dict[PoolKey, dict[str, dict[str, Fraction]]],
     ) -> None:
         self.features = features
         self.state = state
@@ -106,9 +109,9 @@ class Search:
         self.labels = labels
         self.claims = claims
         self.pools = pools
-        # Keyed by pool name only, as upstream's cache is (shared across Allocate calls).
+        # Keyed by (driver, pool) as upstream's PoolID; shared across Allocate calls.
         self.available_counters = available_counters
-        self.consumed_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
+        self.consumed_counters: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}
         self.request_data: dict[RequestKey, RequestData] = {}
         self.constraints: list[list[Constraint]] = []
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
@@ -223,7 +226,11 @@ class Search:
                         candidate = Candidate(
                             DeviceID(s.driver, s.pool, device.name), device, s, pool
                         )
-                        if self.features.consumable_capacity and not self._fits(request, candidate):
+                        # Static capacity only: what is consumed already is checked when the
+                        # device is taken, so a request for all devices then fails.
+                        if self.features.consumable_capacity and not cap.fits(
+                            {}, request.capacity_requests, device.capacity, {}
+                        ):
                             continue
                         data.all_devices.append(candidate)
             data.num_devices = len(data.all_devices)
@@ -302,7 +309,11 @@ class Search:
         return device_id in self.state.allocated_devices or bool(self.allocating.get(device_id))
 
     def _capacity_in_use(self, device_id: DeviceID) -> bool:
-        return device_id in self.state.aggregated_capacity or device_id in self.allocating_capacity
+        """deviceCapacityInUse: consumed by an allocated share (with or without capacity) or
+        by one being allocated."""
+        if device_id in self.state.aggregated_capacity or device_id in self.allocating_capacity:
+            return True
+        return any(shared == device_id for shared, _ in self.state.allocated_shared_device_ids)
 
     def _taint_blocks(self, device: Device, request: ExactRequest) -> bool:
         for taint in device.taints:
@@ -315,7 +326,7 @@ class Search:
     # --- shared counters --------------------------------------------------------------------
 
     def _available(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
-        available = self.available_counters.get(pool.pool)
+        available = self.available_counters.get((pool.driver, pool.pool))
         if available is not None:
             return available
         available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
@@ -330,13 +341,13 @@ class Search:
                     for name, value in use.counters.items():
                         if name in counters:
                             counters[name] -= value
-        self.available_counters[pool.pool] = available
+        self.available_counters[(pool.driver, pool.pool)] = available
         return available
 
     def _consume_counters(self, c: Candidate) -> bool:
         """Takes the device's counters; False (and nothing taken) when some set runs short."""
         available = self._available(c.pool)
-        consumed = self.consumed_counters.setdefault(c.pool.pool, {})
+        consumed = self.consumed_counters.setdefault((c.pool.driver, c.pool.pool), {})
         for use in c.device.consumes_counters:
             counters = consumed.setdefault(use.counter_set, {})
             for name, value in use.counters.items():
@@ -350,7 +361,7 @@ class Search:
         return True
 
     def _release_counters(self, c: Candidate) -> None:
-        consumed = self.consumed_counters.get(c.pool.pool, {})
+        consumed = self.consumed_counters.get((c.pool.driver, c.pool.pool), {})
         for use in c.device.consumes_counters:
             counters = consumed.setdefault(use.counter_set, {})
             for name, value in use.counters.items():
@@ -448,7 +459,9 @@ class Search:
         self, key: RequestKey, c: Candidate, must: bool
     ) -> Callable[[], None] | None:
         """Takes the device for the request if it is free, untainted (or tolerated), within
-        counters, capacity and constraints; returns how to give it back (allocateDevice)."""
+        counters, capacity and constraints; returns how to give it back (allocateDevice).
+        Every rejection after the counters were taken gives back what this call took, as
+        upstream's rollbackDevice does, so a rejected candidate leaves no trace."""
         claim = self.claims[key.claim]
         data = self.request_data[key]
         request = data.request
@@ -460,39 +473,48 @@ class Search:
             return None
         if not self.features.partitionable_devices and c.device.consumes_counters:
             return None
+        # A further share of an allow-multiple device in use is not charged counters again.
         skip_counters = multi and self._capacity_in_use(c.id)
-        if not skip_counters and c.device.consumes_counters and not self._consume_counters(c):
-            return None
+        rollback = _Rollback(self, key, c)
+        if not skip_counters and c.device.consumes_counters:
+            if not self._consume_counters(c):
+                return None
+            rollback.counters = True
         if data.parent is None:
-            base, sub = request.name, ""
+            rollback.base, rollback.sub = request.name, ""
         else:
-            base, sub = data.parent.name, request.name
+            rollback.base, rollback.sub = data.parent.name, request.name
         if self.features.device_taints and self._taint_blocks(c.device, request):
+            rollback()
             return None
         constraints = self.constraints[key.claim]
-        for i, constraint in enumerate(constraints):
-            if not constraint.add(base, sub, c.device, c.id.driver):
+        for constraint in constraints:
+            if not constraint.add(rollback.base, rollback.sub, c.device, c.id.driver):
+                rollback()
                 if must:
                     raise AllocationError(
                         f"claim {claim_ref(claim)}, request {request.name}: cannot add device "
                         f"{c.id} because a claim constraint would not be satisfied"
                     )
-                for earlier in constraints[:i]:
-                    earlier.remove(base, sub)
                 return None
-        holders = self.allocating.setdefault(c.id, set())
+            rollback.constraints += 1
         if not multi:
-            holders.add(key.claim)
+            self.allocating.setdefault(c.id, set()).add(key.claim)
+            rollback.marked = True
         consumed: dict[str, Fraction] = {}
         if self.features.consumable_capacity:
             if not self._fits(request, c):
+                rollback()
                 return None
             if multi:
                 consumed = cap.consumed_from_request(request.capacity_requests, c.device.capacity)
+                rollback.capacity_existed = c.id in self.allocating_capacity
                 into = self.allocating_capacity.setdefault(c.id, {})
                 for name, value in consumed.items():
                     into[name] = into.get(name, Fraction(0)) + value
+                rollback.capacity = consumed
         results = self.results[key.claim]
+        rollback.results_before = len(results)
         results.append(
             DeviceResult(
                 request=request,
@@ -503,22 +525,46 @@ class Search:
                 admin_access=admin,
             )
         )
-        before = len(results) - 1
+        rollback.result = True
+        return rollback
 
-        def undo() -> None:
-            for constraint in constraints:
-                constraint.remove(base, sub)
-            self.allocating[c.id].discard(key.claim)
-            if multi:
-                taken = results[before].consumed
-                if taken is not None:
-                    into = self.allocating_capacity[c.id]
-                    for name, value in taken.items():
+
+@dataclass(slots=True)
+class _Rollback:
+    """What one allocate_device call changed, undone in reverse order (rollbackDevice)."""
+
+    search: Search
+    key: RequestKey
+    candidate: Candidate
+    base: str = ""
+    sub: str = ""
+    counters: bool = False
+    constraints: int = 0
+    marked: bool = False
+    capacity: dict[str, Fraction] | None = None
+    capacity_existed: bool = False
+    result: bool = False
+    results_before: int = 0
+
+    def __call__(self) -> None:
+        search, c = self.search, self.candidate
+        if self.result:
+            del search.results[self.key.claim][self.results_before :]
+        if self.capacity is not None:
+            into = search.allocating_capacity.get(c.id)
+            if into is not None:
+                for name, value in self.capacity.items():
+                    if name in into:
                         into[name] -= value
-                    if all(v == 0 for v in into.values()):
-                        del self.allocating_capacity[c.id]
-            elif self.features.partitionable_devices and c.device.consumes_counters:
-                self._release_counters(c)
-            del results[before:]
-
-        return undo
+                if all(v == 0 for v in into.values()):
+                    del search.allocating_capacity[c.id]
+            if self.capacity_existed and c.id not in search.allocating_capacity:
+                # The earlier share still marks the device as shared.
+                search.allocating_capacity[c.id] = {}
+        if self.marked:
+            search.allocating[c.id].discard(self.key.claim)
+        constraints = search.constraints[self.key.claim]
+        for i in range(self.constraints - 1, -1, -1):
+            constraints[i].remove(self.base, self.sub)
+        if self.counters:
+            search._release_counters(c)
