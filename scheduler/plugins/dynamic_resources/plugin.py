@@ -36,6 +36,7 @@ from scheduler.framework import (
     SelectorError,
     SignFragment,
     Status,
+    metrics,
 )
 from scheduler.plugins.dynamic_resources import extended, hints
 from scheduler.plugins.dynamic_resources.allocator import (
@@ -468,7 +469,11 @@ class DynamicResources:
                     pod.namespace, extended.create_body(pod, chosen)
                 )
             except Exception as err:
-                return Status.as_error(err)
+                metrics.resourceclaim_creates.labels("failure", "false", "", "Pod").inc()
+                return Status(
+                    Code.ERROR, f"create claim for extended resources {pod.namespace}/: {err}"
+                )
+            metrics.resourceclaim_creates.labels("success", "false", "", "Pod").inc()
             s.claims[s.extended_index] = ext.created
         status = self.binder.pre_bind(pod, node_name, s.claims, [i.allocation for i in s.infos])
         if status is not None or ext is None or chosen is None:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scheduler import metrics
 from scheduler.api.dra import parse_device_class, parse_resource_claim
 from scheduler.api.objects import Pod
 from scheduler.api.parse import parse_pod
@@ -210,10 +211,18 @@ def h() -> Iterator[Harness]:
     harness.close()
 
 
+def _creates() -> float:
+    labels = {"status": "success", "admin_access": "false", "owner_api_group": ""}
+    family = "dynamic_resource_allocation_resourceclaim_creates_total"
+    return metrics.REGISTRY.get_sample_value(family, {**labels, "owner_api_kind": "Pod"}) or 0.0
+
+
 def test_a_pod_asking_for_the_resource_gets_a_claim_of_its_own(h: Harness) -> None:
+    creates = _creates()
     h.add_pod(_pod("a", containers=(_container("app", {"cpu": "1", GPU: "1"}),)))
     h.schedule_next()
     h.api.wait_for(lambda: "ns/a" in h.api.binds)
+    assert _creates() == creates + 1
     (create, reserve) = h.api.resource_claim_writes
     assert create[0] == "create"
     body = create[2]
