@@ -314,6 +314,16 @@ podgroup_scheduling_algorithm_duration = Histogram(
     buckets=exponential_buckets(0.001, 2, 15),
     registry=None,
 )
+# DRAExtendedResource (GA, locked on in v1.37): k8s.io/dynamic-resource-allocation's family,
+# shared with kube-controller-manager; the scheduler counts the claims it creates for pods'
+# extended resources backed by DRA.
+resourceclaim_creates = Counter(
+    "dynamic_resource_allocation_resourceclaim_creates_total",
+    "[ALPHA] Number of ResourceClaims creation requests, categorized by creation status, admin "
+    "access, and owning API group and kind (either Pod or scheduling.k8s.io/PodGroup)",
+    ["status", "admin_access", "owner_api_group", "owner_api_kind"],
+    registry=REGISTRY,
+)
 # SchedulerAsyncAPICalls.
 async_api_call_execution = Counter(
     "scheduler_async_api_call_execution_total",

@@ -20,6 +20,9 @@ from scheduler.api.dra_common import (
 
 #: DeviceRequest allocationMode values.
 ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
+#: resourceapi.ExtendedResourceClaimAnnotation.
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+
 ALLOCATION_MODE_ALL = "All"
 
 #: DeviceToleration operators.
@@ -131,6 +134,9 @@ class DeviceClass:
     selectors: tuple[str | None, ...]
     config: tuple[DeviceClaimConfig, ...]
     extended_resource_name: str
+    created: str = ""
+    """metadata.creationTimestamp (RFC 3339): of two classes naming the same extended
+    resource, the newer one serves it (upstream's extended resource cache)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -152,6 +158,9 @@ class ResourceClaim:
     devices: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
     """status.devices (drivers' per-device conditions, read for binding conditions)."""
     finalizers: tuple[str, ...] = ()
+    extended_resource: bool = False
+    """Annotated resource.kubernetes.io/extended-resource-claim: "true": the claim the scheduler
+    created for a pod's extended resources backed by DRA."""
 
     @property
     def key(self) -> str:
@@ -271,6 +280,7 @@ def parse_device_class(obj: Mapping[str, Any]) -> DeviceClass:
         selectors=_selectors(spec.get("selectors"), f"{where}.selectors"),
         config=_config(spec.get("config"), f"{where}.config"),
         extended_resource_name=spec.get("extendedResourceName") or "",
+        created=meta.get("creationTimestamp") or "",
     )
 
 
@@ -329,6 +339,8 @@ def parse_resource_claim(obj: Mapping[str, Any]) -> ResourceClaim:
         ),
         devices=tuple(status.get("devices") or ()),
         finalizers=tuple(meta.get("finalizers") or ()),
+        extended_resource=(meta.get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION)
+        == "true",
     )
 
 

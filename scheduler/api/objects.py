@@ -89,6 +89,20 @@ class PodVolume:
 
 
 @dataclass(frozen=True, slots=True)
+class ContainerRequests:
+    """One container's requests of extended resources, as DynamicResources maps them to device
+    requests: `index` in initContainers + containers, `short_lived` for an init container that
+    is no sidecar, `names` every resource the container requests (sorted), `extended` the
+    integer extended-resource requests."""
+
+    name: str
+    index: int
+    short_lived: bool
+    names: tuple[str, ...]
+    extended: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class PodResourceClaim:
     """spec.resourceClaims[]: a claim by name, or one generated from a template (its name is
     then in status.resourceClaimStatuses once kube-controller-manager created it)."""
@@ -145,6 +159,8 @@ class Pod:
     # NodeDeclaredFeatures: the features a node must declare (inferred once, at parse).
     required_node_features: frozenset[str] = frozenset()
     requests: Resource = field(default_factory=Resource)
+    # Per container, only for pods requesting an extended resource (DRA-backed ones need it).
+    extended_containers: tuple[ContainerRequests, ...] = ()
     non0_cpu: int = 0
     non0_mem: int = 0
     termination_grace_period_seconds: int | None = None

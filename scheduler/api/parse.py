@@ -23,6 +23,7 @@ from scheduler.api.node_features import infer_for_scheduling
 from scheduler.api.objects import (
     DEFAULT_SCHEDULER_NAME,
     PREEMPT_LOWER_PRIORITY,
+    ContainerRequests,
     HostPort,
     ImageState,
     Node,
@@ -36,8 +37,8 @@ from scheduler.api.objects import (
     Toleration,
 )
 from scheduler.api.pod_resources import compute_pod_resources
-from scheduler.api.quantity import QuantityError
-from scheduler.api.resources import Resource
+from scheduler.api.quantity import QuantityError, parse_quantity
+from scheduler.api.resources import Resource, is_dra_extended_resource_name
 from scheduler.api.spread import (
     Service,
     TopologySpreadConstraint,
@@ -182,6 +183,7 @@ def parse_pod(obj: JsonView, *, scheduling_group: bool = True) -> Pod:
         image_refs=_image_refs(spec),
         required_node_features=infer_for_scheduling(spec),
         requests=requests,
+        extended_containers=_extended_containers(spec) if requests.scalar else (),
         non0_cpu=non0_cpu,
         non0_mem=non0_mem,
         termination_grace_period_seconds=spec.get("terminationGracePeriodSeconds"),
@@ -200,6 +202,37 @@ def parse_pod(obj: JsonView, *, scheduling_group: bool = True) -> Pod:
             for c in status.get("conditions") or ()
         ),
     )
+
+
+def _extended_containers(spec: JsonView) -> tuple[ContainerRequests, ...]:
+    """Each container's integer requests of extended resources (a quantity that is no
+    integer maps to no device, as upstream's AsInt64)."""
+    found: list[ContainerRequests] = []
+    inits = spec.get("initContainers") or ()
+    for index, container in enumerate([*inits, *(spec.get("containers") or ())]):
+        requests = (container.get("resources") or {}).get("requests") or {}
+        extended = []
+        for name, raw in requests.items():
+            if not is_dra_extended_resource_name(name):
+                continue
+            try:
+                amount = parse_quantity(str(raw))
+            except QuantityError:
+                continue
+            if amount.denominator == 1 and amount != 0:
+                extended.append((name, int(amount)))
+        if extended:
+            short = index < len(inits) and container.get("restartPolicy") != "Always"
+            found.append(
+                ContainerRequests(
+                    container.get("name", ""),
+                    index,
+                    short,
+                    tuple(sorted(requests)),
+                    tuple(sorted(extended)),
+                )
+            )
+    return tuple(found)
 
 
 def _spread_constraints(raw: list[JsonView] | None) -> tuple[TopologySpreadConstraint, ...]:

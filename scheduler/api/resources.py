@@ -27,6 +27,16 @@ def is_extended_resource_name(name: str) -> bool:
     return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
 
 
+#: resourceapi.ResourceDeviceClassPrefix: every DeviceClass serves the extended resource
+#: `deviceclass.resource.kubernetes.io/<class name>` besides its explicit one.
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    """IsDRAExtendedResourceName: a name a DeviceClass may serve."""
+    return is_extended_resource_name(name) or name.startswith(DEVICE_CLASS_RESOURCE_PREFIX)
+
+
 class Resource:
     """A set of resource amounts; the unit of node allocatable and of pod requests."""
 

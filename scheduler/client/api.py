@@ -200,6 +200,12 @@ class KubeApi:
     def deallocate_resource_claim(self, claim: ResourceClaim) -> None:
         self._claims.deallocate(claim)
 
+    def create_resource_claim(self, namespace: str, body: Mapping[str, Any]) -> ResourceClaim:
+        return self._claims.create(namespace, body)
+
+    def delete_resource_claim(self, claim: ResourceClaim) -> None:
+        self._claims.delete(claim)
+
     def create_token_review(self, token: str, audiences: list[str] | None = None) -> Json:
         """POST a TokenReview; the returned object's status says who the token belongs to.
 

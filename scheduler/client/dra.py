@@ -175,6 +175,42 @@ class ResourceClaimWrites:
             STRATEGIC_MERGE_PATCH,
         )
 
+    def create(self, namespace: str, body: Mapping[str, Any]) -> ResourceClaim:
+        """POST a claim (the one made for a pod's extended resources backed by DRA); the
+        claim the API server stored, with its generated name."""
+        path = f"{GROUP}/namespaces/{namespace}/resourceclaims"
+        created: Json = self.rest.post(path, dict(body))
+        return parse_resource_claim(created)
+
+    def delete(self, claim: ResourceClaim) -> None:
+        """deleteClaim: the delete-protection finalizer removed (retried after a read on
+        conflicts), then the claim deleted; a claim already gone is fine."""
+        path = resource_claim_path(claim.namespace, claim.name)
+        for attempt in range(CONFLICT_RETRIES):
+            try:
+                obj: Json = self.rest.get(path)
+            except ApiError as err:
+                if err.status == 404:
+                    return
+                raise
+            meta = obj.setdefault("metadata", {})
+            finalizers = list(meta.get("finalizers") or ())
+            if DELETE_PROTECTION not in finalizers:
+                break
+            meta["finalizers"] = [f for f in finalizers if f != DELETE_PROTECTION]
+            try:
+                self.rest.put(path, obj)
+                break
+            except ApiError as err:
+                if err.conflict and attempt + 1 < CONFLICT_RETRIES:
+                    continue
+                raise RuntimeError(f"update resourceclaim {claim.key}: {err}") from err
+        try:
+            self.rest.delete(path)
+        except ApiError as err:
+            if err.status != 404:
+                raise
+
     def deallocate(self, claim: ResourceClaim) -> None:
         """PostFilter's status update without reservedFor, allocation and devices, at the
         resourceVersion the plugin saw (a claim changed since is a conflict, as upstream)."""

@@ -112,10 +112,12 @@ from scheduler.api.quantity import (
 )
 from scheduler.api.resources import (
     CPU,
+    DEVICE_CLASS_RESOURCE_PREFIX,
     EPHEMERAL_STORAGE,
     MEMORY,
     PODS,
     Resource,
+    is_dra_extended_resource_name,
     is_extended_resource_name,
     is_scalar_resource_name,
 )
@@ -303,6 +305,7 @@ __all__ = [
     "BINDING_WAIT_FOR_FIRST_CONSUMER",
     "CLAIM_LOST",
     "CPU",
+    "DEVICE_CLASS_RESOURCE_PREFIX",
     "DOES_NOT_EXIST",
     "DO_NOT_SCHEDULE",
     "ENTRY_POINT_GROUP",
@@ -471,6 +474,7 @@ __all__ = [
     "gang_ref",
     "has_claims",
     "importance_key",
+    "is_dra_extended_resource_name",
     "is_extended_resource_name",
     "is_scalar_resource_name",
     "is_success",

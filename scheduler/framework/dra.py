@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from scheduler.api.dra import DeviceClass, DeviceTaintRule, ResourceClaim
 from scheduler.api.dra_common import DRAParseError, parse_quantity_field
 from scheduler.api.dra_slices import ResourceSlice, apply_taint_rules
+from scheduler.api.resources import DEVICE_CLASS_RESOURCE_PREFIX
 
 #: (driver, pool, device): equal to the allocator's DeviceID named tuples.
 DeviceKey = tuple[str, str, str]
@@ -273,8 +274,11 @@ class ClaimTracker:
             if entry is not None:
                 self._in_flight[uid] = (entry[0], entry[1] + 1)
                 return
-            current = self.get(allocated.namespace, allocated.name)
-            if current.uid == uid and current.allocation is not None:
+            try:
+                current: ResourceClaim | None = self.get(allocated.namespace, allocated.name)
+            except ClaimNotFoundError:
+                current = None  # the in-memory claim of a pod's extended resources
+            if current is not None and current.uid == uid and current.allocation is not None:
                 return
             self._in_flight[uid] = (allocated, 1)
 
@@ -327,6 +331,24 @@ class DRAManager:
 
     def device_classes(self) -> list[DeviceClass]:
         return self.source.device_classes()
+
+    def extended_resource_classes(self) -> dict[str, DeviceClass]:
+        """The DeviceClass serving each extended resource name (upstream's extended resource
+        cache): every class serves `deviceclass.resource.kubernetes.io/<name>`, and its
+        `extendedResourceName` when set; of two classes naming the same resource the newer one
+        (then the smaller name) serves it."""
+        found: dict[str, DeviceClass] = {}
+        explicit: dict[str, DeviceClass] = {}
+        for cls in self.source.device_classes():
+            found[DEVICE_CLASS_RESOURCE_PREFIX + cls.name] = cls
+            name = cls.extended_resource_name
+            if not name:
+                continue
+            other = explicit.get(name)
+            if other is None or (cls.created, other.name) > (other.created, cls.name):
+                explicit[name] = cls
+        found.update(explicit)
+        return found
 
 
 class StaticDRA:

@@ -412,6 +412,15 @@ class ApiActions(Protocol):
         """Clears the claim's reservedFor, allocation and devices (at its resourceVersion)."""
         ...
 
+    def create_resource_claim(self, namespace: str, body: Mapping[str, Any]) -> ResourceClaim:
+        """Creates a claim (`body` as the API takes it, metadata.generateName allowed); the
+        stored claim."""
+        ...
+
+    def delete_resource_claim(self, claim: ResourceClaim) -> None:
+        """Removes the delete-protection finalizer, then deletes the claim (gone is fine)."""
+        ...
+
 
 class StorageLister(Protocol):
     """The storage objects the informers hold (PersistentVolumeClaims, PersistentVolumes,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from scheduler.api.dra import ResourceClaim
+from scheduler.api.dra import ResourceClaim, parse_resource_claim
 from scheduler.api.json_types import Json
 from scheduler.api.objects import Pod
 from scheduler.framework.nominations import Nominations
@@ -34,9 +34,11 @@ class FakeApi:
     * `volume_updates` / `claim_updates`: the PersistentVolume / PersistentVolumeClaim objects
       PUT, in order (writes "volume" / "claim" with the object's name); each returns the object
       with its resourceVersion incremented, as the API server would.
-    * `resource_claim_writes`: ("reserve" | "unreserve" | "deallocate", claim key, detail) of
-      DynamicResources' claim writes, in order (writes kind "resourceclaim"); a reserve returns
-      the claim with the allocation and consumer applied and its resourceVersion incremented.
+    * `resource_claim_writes`: ("reserve" | "unreserve" | "deallocate" | "create" | "delete",
+      claim key, detail) of DynamicResources' claim writes, in order (writes kind
+      "resourceclaim"); a reserve returns the claim with the allocation and consumer applied
+      and its resourceVersion incremented; a create names the claim from its generateName
+      and a counter.
     * `wait_for(predicate)` blocks until a write makes `predicate()` true (no sleeping).
     """
 
@@ -48,6 +50,7 @@ class FakeApi:
     volume_updates: list[Json] = field(default_factory=list)
     claim_updates: list[Json] = field(default_factory=list)
     resource_claim_writes: list[tuple[str, str, Any]] = field(default_factory=list)
+    created_claims: int = 0
     fail_with: Exception | None = None
     fail_binds: bool = False
     fail_deletes: Exception | None = None
@@ -128,6 +131,24 @@ class FakeApi:
         if self.fail_with is not None:
             raise self.fail_with
         entry = ("deallocate", claim.key, claim.resource_version)
+        self._write("resourceclaim", claim.key, lambda: self.resource_claim_writes.append(entry))
+
+    def create_resource_claim(self, namespace: str, body: Mapping[str, Any]) -> ResourceClaim:
+        if self.fail_with is not None:
+            raise self.fail_with
+        meta = dict(body.get("metadata") or {})
+        self.created_claims += 1
+        name = meta.pop("generateName", "claim-") + f"{self.created_claims:05d}"
+        meta.update(name=name, namespace=namespace, uid=f"uid-{name}", resourceVersion="1")
+        claim = parse_resource_claim({**body, "metadata": meta})
+        entry = ("create", claim.key, dict(body))
+        self._write("resourceclaim", claim.key, lambda: self.resource_claim_writes.append(entry))
+        return claim
+
+    def delete_resource_claim(self, claim: ResourceClaim) -> None:
+        if self.fail_with is not None:
+            raise self.fail_with
+        entry = ("delete", claim.key, claim.uid)
         self._write("resourceclaim", claim.key, lambda: self.resource_claim_writes.append(entry))
 
     def _update(self, kind: str, log: list[Json], obj: Json) -> Json:

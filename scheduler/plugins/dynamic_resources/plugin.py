@@ -3,12 +3,13 @@ be allocated, or allocatable on the node, from the devices drivers publish in Re
 PreEnqueue waits for the claims to exist, PreFilter gathers them and builds the structured
 allocator, Filter allocates per node, Score ranks firstAvailable choices, Reserve puts the
 chosen allocation in flight, PreBind (binding.py) writes it and waits for binding conditions,
-Unreserve and PostFilter release what an attempt held. Extended resources backed by DRA and
-PodGroup-level claims (gates DRAExtendedResource, DRAWorkloadResourceClaims) are not covered
-here yet: a pod using only those is not seen by this plugin."""
+Unreserve and PostFilter release what an attempt held. Extended resources backed by DRA
+(extended.py) join as one more claim of the pod. PodGroup-level claims (gate
+DRAWorkloadResourceClaims, off in v1.37) are not covered."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import threading
@@ -35,8 +36,9 @@ from scheduler.framework import (
     SelectorError,
     SignFragment,
     Status,
+    metrics,
 )
-from scheduler.plugins.dynamic_resources import hints
+from scheduler.plugins.dynamic_resources import extended, hints
 from scheduler.plugins.dynamic_resources.allocator import (
     AllocatedState,
     AllocationError,
@@ -59,6 +61,7 @@ from scheduler.plugins.helper.scores import default_normalize_score
 NAME = "DynamicResources"
 _STATE_KEY = NAME
 _SKIP = Status(Code.SKIP)
+_MISSING: Mapping[str, Any] = {}
 #: resourceapi.FirstAvailableDeviceRequestMaxSize: the score of a first choice.
 FIRST_AVAILABLE_MAX = 8
 #: Upstream's LRU of compiled CEL expressions holds 10.
@@ -88,8 +91,12 @@ class PodState:
     infos: list[ClaimInfo] = field(default_factory=list)
     allocator: Allocator | None = None
     slices_revision: int = 0
-    node_allocations: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+    #: Per node, one entry per claim to allocate (None: the extended-resource claim, which
+    #: that node does not need).
+    node_allocations: dict[str, list[Mapping[str, Any] | None]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
+    #: The pod's extended-resource claim (the last of `claims`), if any.
+    extended: extended.ExtendedState | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def clone(self) -> PodState:
@@ -98,6 +105,10 @@ class PodState:
     def to_allocate(self) -> list[int]:
         """Indices of the claims without an allocation in their status."""
         return [i for i, claim in enumerate(self.claims) if claim.allocation is None]
+
+    @property
+    def extended_index(self) -> int:
+        return len(self.claims) - 1 if self.extended is not None else -1
 
 
 class DynamicResources:
@@ -146,12 +157,15 @@ class DynamicResources:
     ) -> tuple[PreFilterResult | None, Status | None]:
         s = PodState()
         state.write(_STATE_KEY, s)
-        if not pod.pod_claims:
+        if not pod.pod_claims and not pod.extended_containers:
             return None, _SKIP
         try:
             claims = pod_claims(pod, self.dra.claims)
         except ClaimError as err:
             return None, _unschedulable(str(err))
+        s.extended = extended.pre_filter(pod, self.dra)
+        if s.extended is not None:
+            claims.append(s.extended.claim)
         if not claims:
             return None, _SKIP
         s.infos = [ClaimInfo() for _ in claims]
@@ -169,6 +183,8 @@ class DynamicResources:
                     f"resource claim {claim.namespace}/{claim.name} is in the process of "
                     "being allocated"
                 )
+            if s.extended is not None and index == len(claims) - 1:
+                continue  # its requests are the node's (Filter)
             status = self._check_requests(claim)
             if status is not None:
                 return None, status
@@ -227,6 +243,15 @@ class DynamicResources:
         node = node_info.node
         if node is None:
             return Status(Code.ERROR, "node not found")
+        node_claim = None
+        if s.extended is not None:
+            node_claim, reason = extended.for_node(s.extended, pod, node_info)
+            if reason is not None:
+                return _unschedulable(reason)
+            with s.lock:
+                s.extended.nodes[node.name] = node_claim
+            if node_claim is None and len(s.claims) == 1:
+                return None  # the node offers the resources itself
         unavailable = [
             index
             for index, info in enumerate(s.infos)
@@ -240,19 +265,27 @@ class DynamicResources:
             and index not in unavailable
             and self.binder.blocked(claim)
         )
-        allocations: list[Mapping[str, Any]] | None = None
+        allocations: list[Mapping[str, Any] | None] | None = None
         if s.allocator is not None:
-            claims = [s.claims[i] for i in s.to_allocate()]
+            indices = s.to_allocate()
+            claims = [
+                (node_claim.claim if node_claim is not None else None)
+                if i == s.extended_index
+                else s.claims[i]
+                for i in indices
+            ]
+            wanted = [c for c in claims if c is not None]
             try:
                 pools = self._node_pools(s, node.name, node.labels)
-                outcome = s.allocator.allocate(node.name, node.labels, claims, pools)
+                outcome = s.allocator.allocate(node.name, node.labels, wanted, pools)
             except NodeAllocationError as err:
                 return _unschedulable(str(err))
             except AllocationError as err:
                 return Status.as_error(err)
-            if outcome.allocations is None or len(outcome.allocations) != len(claims):
+            if outcome.allocations is None or len(outcome.allocations) != len(wanted):
                 return _unschedulable("cannot allocate all claims")
-            allocations = list(outcome.allocations)
+            found = iter(outcome.allocations)
+            allocations = [None if c is None else next(found) for c in claims]
         if unavailable:
             with s.lock:
                 s.unavailable.update(unavailable)
@@ -283,7 +316,7 @@ class DynamicResources:
             return None, Status(Code.ERROR, "not found")
         if not s.claims:
             return None, Status(Code.UNSCHEDULABLE)
-        candidates = list(s.unavailable)
+        candidates = [i for i in s.unavailable if i != s.extended_index]
         random.shuffle(candidates)
         for index in candidates:
             claim = s.claims[index]
@@ -294,6 +327,13 @@ class DynamicResources:
                 except Exception as err:
                     return None, Status.as_error(err)
                 return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
+        if s.extended is not None and not s.extended.in_memory:
+            # Made in an earlier cycle (allocated or with requests): deleted, to start anew.
+            try:
+                self.handle.api.delete_resource_claim(s.extended.claim)
+            except Exception as err:
+                return None, Status.as_error(err)
+            return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed")
         return None, Status(Code.UNSCHEDULABLE)
 
     # --- Score ------------------------------------------------------------------------------
@@ -310,13 +350,18 @@ class DynamicResources:
         score = 0
         pending = iter(allocations)
         for claim in s.claims:
-            allocation = claim.allocation if claim.allocation is not None else next(pending, None)
+            if claim.allocation is not None:
+                allocation: Mapping[str, Any] | None = claim.allocation
+            else:
+                allocation = next(pending, _MISSING)
+                if allocation is _MISSING:
+                    return Status(
+                        Code.ERROR,
+                        f"number of allocations {len(allocations)} is smaller than number of "
+                        "claims needing allocation",
+                    )
             if allocation is None:
-                return Status(
-                    Code.ERROR,
-                    f"number of allocations {len(allocations)} is smaller than number of "
-                    "claims needing allocation",
-                )
+                continue  # the extended-resource claim this node does not need
             used = {
                 r.get("request", "")
                 for r in (allocation.get("devices") or {}).get("results") or ()
@@ -346,6 +391,8 @@ class DynamicResources:
             return None
         allocations = s.node_allocations.get(node_name)
         if not allocations:
+            if indices == [s.extended_index]:
+                return None  # the node offers the extended resources itself
             return Status(Code.ERROR, "claim allocation not found for node")
         if len(allocations) != len(indices):
             return Status(
@@ -354,8 +401,17 @@ class DynamicResources:
                 f"to allocate, want {len(indices)} claims",
             )
         for index, allocation in zip(indices, allocations, strict=True):
+            if allocation is None:
+                continue
             s.infos[index].allocation = allocation
             claim = s.claims[index]
+            if index == s.extended_index and s.extended is not None:
+                chosen = s.extended.nodes.get(node_name)
+                if chosen is None:
+                    return Status(
+                        Code.ERROR, f"extended resource claim not found for node {node_name}"
+                    )
+                claim = chosen.claim
             try:
                 self.dra.claims.signal_pending_allocation(
                     claim.uid, dataclasses.replace(claim, allocation=allocation)
@@ -378,6 +434,13 @@ class DynamicResources:
                 self.dra.claims.restore(claim.namespace, claim.name)
             if claim.allocation is not None and is_reserved_for_pod(pod, claim):
                 self.binder.unreserve(pod, claim)
+        if s.extended is not None:
+            self.dra.claims.maybe_remove_pending_allocation(s.extended.uid, force=True)
+            created, s.extended.created = s.extended.created, None
+            if created is not None:
+                # Written by PreBind: deleted so that no claim outlives the attempt.
+                with contextlib.suppress(Exception):
+                    self.handle.api.delete_resource_claim(created)
 
     # --- PreBindPreFlight / PreBind ---------------------------------------------------------
 
@@ -393,4 +456,43 @@ class DynamicResources:
             return Status(Code.ERROR, "not found")
         if not s.claims:
             return None
-        return self.binder.pre_bind(pod, node_name, s.claims, [i.allocation for i in s.infos])
+        ext = s.extended
+        chosen = ext.nodes.get(node_name) if ext is not None else None
+        allocation = s.infos[s.extended_index].allocation if ext is not None else None
+        if ext is not None and (chosen is None or allocation is None):
+            # The node offers the extended resources itself: no claim for them.
+            claims, allocations = s.claims[:-1], [i.allocation for i in s.infos[:-1]]
+            return self.binder.pre_bind(pod, node_name, claims, allocations) if claims else None
+        if ext is not None and chosen is not None and ext.in_memory:
+            try:
+                ext.created = self.handle.api.create_resource_claim(
+                    pod.namespace, extended.create_body(pod, chosen)
+                )
+            except Exception as err:
+                metrics.resourceclaim_creates.labels("failure", "false", "", "Pod").inc()
+                return Status(
+                    Code.ERROR, f"create claim for extended resources {pod.namespace}/: {err}"
+                )
+            metrics.resourceclaim_creates.labels("success", "false", "", "Pod").inc()
+            s.claims[s.extended_index] = ext.created
+        status = self.binder.pre_bind(pod, node_name, s.claims, [i.allocation for i in s.infos])
+        if status is not None or ext is None or chosen is None:
+            return status
+        self.dra.claims.maybe_remove_pending_allocation(ext.uid, force=True)
+        claim = s.claims[s.extended_index]
+        patch = {
+            "status": {
+                "extendedResourceClaimStatus": {
+                    "requestMappings": chosen.mappings,
+                    "resourceClaimName": claim.name,
+                }
+            }
+        }
+        try:
+            self.handle.api.patch_pod_status(pod, patch)
+        except Exception as err:
+            return Status(
+                Code.ERROR,
+                f"update pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus: {err}",
+            )
+        return None

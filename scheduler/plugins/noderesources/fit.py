@@ -14,12 +14,15 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework import (
+    DEVICE_CLASS_RESOURCE_PREFIX,
     ActionType,
     BoolColumn,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
     CycleState,
+    DeviceClass,
+    DRAManager,
     EventResource,
     Handle,
     Node,
@@ -33,6 +36,7 @@ from scheduler.framework import (
     SignFragment,
     Status,
     StatusColumn,
+    is_dra_extended_resource_name,
     is_extended_resource_name,
     is_scalar_resource_name,
     signers,
@@ -58,6 +62,11 @@ from scheduler.plugins.noderesources.resource_allocation import (
 NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+DELEGATED_STATE_KEY = "Delegated" + NAME
+#: kube-pysched's switch for DynamicResources (docs/dra.md): with it off no DeviceClass is
+#: watched, so no extended resource is left to DRA.
+DRA_SWITCH = "PyschedDynamicResources"
+NOT_SIGNABLE = "signature disabled when dra extended resources are used in the cluster"
 TOO_MANY_PODS = "Too many pods"
 MAX_BATCH_CHECKS = 31  # two bits per reason in an int64 key
 
@@ -74,10 +83,11 @@ def insufficient_resources(
     info: NodeInfo,
     ignored: frozenset[str] = frozenset(),
     groups: frozenset[str] = frozenset(),
+    delegated: frozenset[str] = frozenset(),
 ) -> tuple[list[str], bool]:
     """fitsRequest: failure reasons, and whether one of them holds even on an empty node."""
     return insufficient_counts(
-        request, info.allocatable, info.requested, len(info.pods), ignored, groups
+        request, info.allocatable, info.requested, len(info.pods), ignored, groups, delegated
     )
 
 
@@ -88,10 +98,12 @@ def insufficient_counts(
     pod_count: int,
     ignored: frozenset[str] = frozenset(),
     groups: frozenset[str] = frozenset(),
+    delegated: frozenset[str] = frozenset(),
 ) -> tuple[list[str], bool]:
     """`insufficient_resources` from what it reads of a node: its allocatable, the requests of
     its pods and how many there are (preemption's dry run counts victims out without copying
-    the node)."""
+    the node). `delegated`: extended resources a DeviceClass serves, left to DynamicResources
+    on a node that does not offer them (shouldDelegateResourceToDRA)."""
     reasons: list[str] = []
     unresolvable = False
     if pod_count + 1 > alloc.allowed_pod_number:
@@ -119,6 +131,8 @@ def insufficient_counts(
         if quantity <= 0 or is_ignored(name, ignored, groups):
             continue
         capacity = alloc.scalar.get(name, 0)
+        if capacity <= 0 and name in delegated:
+            continue
         if quantity > capacity - used.scalar.get(name, 0):
             reasons.append(f"Insufficient {name}")
             unresolvable = unresolvable or quantity > capacity
@@ -191,11 +205,31 @@ class NodeResourcesFit:
         self._queueing_hints = handle.features.enabled("SchedulerQueueingHints")
         self._in_place_resize = handle.features.enabled("InPlacePodVerticalScaling")
         self._waiting = WaitingPreemptors(handle, self._fits)
+        #: Extended resources backed by DRA (DRAExtendedResource, GA in v1.37).
+        self._dra: DRAManager | None = handle.dra() if handle.features.enabled(DRA_SWITCH) else None
+
+    def delegated(self, pod: Pod) -> frozenset[str]:
+        """The pod's extended resources some DeviceClass serves: on a node without them,
+        DynamicResources allocates devices instead."""
+        if self._dra is None or not pod.requests.scalar:
+            return frozenset()
+        names = [
+            name
+            for name, quantity in pod.requests.scalar.items()
+            if quantity > 0 and is_dra_extended_resource_name(name)
+        ]
+        if not names:
+            return frozenset()
+        classes = self._dra.extended_resource_classes()
+        return frozenset(name for name in names if name in classes)
 
     # --- events -----------------------------------------------------------------------------
 
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
-        """Feasibility and score depend on the pod's requests (containers and overhead)."""
+        """Feasibility and score depend on the pod's requests (containers and overhead); a pod
+        whose extended resources DRA may serve is not signable (upstream)."""
+        if self.delegated(pod):
+            return None, Status(Code.UNSCHEDULABLE, NOT_SIGNABLE)
         return [SignFragment(signers.RESOURCES, signers.resources(pod))], None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -214,6 +248,13 @@ class NodeResourcesFit:
                 self.is_schedulable_after_node_change,
             ),
         ]
+        if self._dra is not None:
+            events.append(
+                ClusterEventWithHint(
+                    ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
+                    self.is_schedulable_after_device_class_event,
+                )
+            )
         if self._in_place_resize:
             events.append(
                 ClusterEventWithHint(
@@ -228,6 +269,22 @@ class NodeResourcesFit:
                 )
             )
         return events
+
+    @staticmethod
+    def is_schedulable_after_device_class_event(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """isSchedulableAfterDeviceClassEvent: a class added, or one whose extended resource
+        name changed, that serves a resource the pod asks for."""
+        if not isinstance(new, DeviceClass):
+            return QueueingHint.QUEUE
+        if isinstance(old, DeviceClass):
+            if old.extended_resource_name == new.extended_resource_name:
+                return QueueingHint.QUEUE_SKIP
+        elif DEVICE_CLASS_RESOURCE_PREFIX + new.name in pod.requests.scalar:
+            return QueueingHint.QUEUE
+        name = new.extended_resource_name
+        if name and name in pod.requests.scalar:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def is_schedulable_after_assigned_pod_delete(
         self, pod: Pod, old: Any, new: Any
@@ -279,6 +336,9 @@ class NodeResourcesFit:
         self, state: CycleState, pod: Pod, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
         state.write(PRE_FILTER_STATE_KEY, pod.requests)
+        delegated = self.delegated(pod)
+        if delegated:
+            state.write(DELEGATED_STATE_KEY, delegated)
         return None, None
 
     def pre_filter_extensions(self) -> None:
@@ -288,6 +348,11 @@ class NodeResourcesFit:
     def _pod_request(state: CycleState, pod: Pod) -> Resource:
         request = state.get(PRE_FILTER_STATE_KEY)
         return request if isinstance(request, Resource) else pod.requests
+
+    @staticmethod
+    def _delegated(state: CycleState) -> frozenset[str]:
+        delegated = state.get(DELEGATED_STATE_KEY)
+        return delegated if isinstance(delegated, frozenset) else frozenset()
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         return self.filter_counts(
@@ -299,7 +364,13 @@ class NodeResourcesFit:
     ) -> Status | None:
         """Filter on a node known only by what this plugin reads of it (a PodCountingFilter)."""
         reasons, unresolvable = insufficient_counts(
-            self._pod_request(state, pod), allocatable, requested, pods, self._ignored, self._groups
+            self._pod_request(state, pod),
+            allocatable,
+            requested,
+            pods,
+            self._ignored,
+            self._groups,
+            self._delegated(state),
         )
         if not reasons:
             return None
@@ -310,10 +381,15 @@ class NodeResourcesFit:
         """The amounts `filter_counts` checks (a RequestFitFilter): the positive requests, less
         the extended resources the args ignore."""
         request = self._pod_request(state, pod)
+        delegated = self._delegated(state)
+        # A delegated resource is no room check (a node without it passes): left out here;
+        # DynamicResources, whose Filter reads devices, keeps such a cycle off the columns.
         checked = {
             name: quantity
             for name, quantity in request.scalar.items()
-            if quantity > 0 and not is_ignored(name, self._ignored, self._groups)
+            if quantity > 0
+            and not is_ignored(name, self._ignored, self._groups)
+            and name not in delegated
         }
         return Resource(
             max(request.milli_cpu, 0),
@@ -335,11 +411,15 @@ class NodeResourcesFit:
             fits &= memory <= table.alloc_mem - table.req_mem
         if storage > 0:
             fits &= storage <= table.alloc_eph - table.req_eph
+        delegated = self._delegated(state)
         for name, quantity in request.scalar.items():
             if quantity <= 0 or is_ignored(name, self._ignored, self._groups):
                 continue
             capacity, used = table.scalar(name)
-            fits &= quantity <= capacity - used
+            if name in delegated:
+                fits &= (capacity <= 0) | (quantity <= capacity - used)
+            else:
+                fits &= quantity <= capacity - used
         return fits
 
     def filter_batch_statuses(
@@ -348,7 +428,7 @@ class NodeResourcesFit:
         """`filter`'s statuses for many rows: rows short of the same resources (and equally
         resolvable) share one Status, so a pod that fits nowhere is explained without a
         Python call per node."""
-        checks = self._shortages(self._pod_request(state, pod), table, rows)
+        checks = self._shortages(self._pod_request(state, pod), table, rows, self._delegated(state))
         if len(checks) > MAX_BATCH_CHECKS:
             return None
         key = np.zeros(len(rows), np.int64)
@@ -368,7 +448,11 @@ class NodeResourcesFit:
         return StatusColumn(statuses, inverse.ravel().astype(np.intp, copy=False))
 
     def _shortages(
-        self, request: Resource, table: NodeTable, rows: npt.NDArray[np.intp]
+        self,
+        request: Resource,
+        table: NodeTable,
+        rows: npt.NDArray[np.intp],
+        delegated: frozenset[str] = frozenset(),
     ) -> list[tuple[str, BoolColumn, BoolColumn]]:
         """insufficient_resources over rows: (reason, short of it, short even when empty),
         in the reasons' order."""
@@ -393,9 +477,12 @@ class NodeResourcesFit:
                 continue
             alloc, used = table.scalar(name)
             capacity = alloc[rows]
-            checks.append(
-                (f"Insufficient {name}", quantity > capacity - used[rows], quantity > capacity)
-            )
+            short = quantity > capacity - used[rows]
+            short_when_empty = quantity > capacity
+            if name in delegated:
+                offered = capacity > 0
+                short, short_when_empty = short & offered, short_when_empty & offered
+            checks.append((f"Insufficient {name}", short, short_when_empty))
         return checks
 
     # --- score ------------------------------------------------------------------------------
