@@ -147,6 +147,7 @@ def _run(
     setup: Setup,
     bound: list[str],
     waiting: list[str],
+    prepare: Callable[[list[str]], None] | None = None,
 ) -> list[Outcome]:
     """Runs `setup` once per scheduler; returns per side the devices of each claim (by claim
     name without the side prefix) and the PodScheduled message of each waiting pod."""
@@ -155,6 +156,8 @@ def _run(
         group = unique("g")
         (node,) = kwok_nodes(1, labels={"g": group, PROFILE_LABEL: profile})
         sides.append((scheduler, group, node.metadata.name))
+    if prepare is not None:
+        prepare([node_name for _, _, node_name in sides])
     for _, _, node_name in sides:
         wait_for(
             lambda n=node_name: any(
@@ -277,14 +280,14 @@ def test_one_gpu_per_pod_from_a_template_third_waits(env: Env) -> None:
     def setup(add: Any, pod: Any, settle: Any) -> None:
         add("resourceclaimtemplates", _template("one-gpu", _exact("gpu")))
         pod("a", gpu="template:one-gpu")
+        settle(["a"])  # one at a time: which pod gets which GPU is then unique
         pod("b", gpu="template:one-gpu")
-        settle(["a", "b"])
+        settle(["b"])
         pod("c", gpu="template:one-gpu")
 
     devices, messages = _same(_run(*env, "two-gpus", setup, ["a", "b"], ["c"]))
     assert "cannot allocate all claims" in messages["c"]
-    allocated = sorted(d for ds in devices.values() for d in ds)
-    assert allocated == ["gpu-0", "gpu-1"]
+    assert devices == {"a/gpu": ["gpu-0"], "b/gpu": ["gpu-1"]}
 
 
 def test_two_pods_share_one_claim_and_an_unsatisfiable_claim_waits(env: Env) -> None:
@@ -367,8 +370,104 @@ def test_partitions_exhaust_the_shared_counters(env: Env) -> None:
         add("resourceclaimtemplates", _template("half", _exact("gpu", selectors=half)))
         add("resourceclaims", _claim("whole", _exact("gpu")))
         pod("a", gpu="template:half")
+        settle(["a"])
         pod("b", gpu="template:half")
+        settle(["b"])
+        pod("c", gpu="claim:whole")
 
-    devices, _ = _same(_run(*env, "partitionable", setup, ["a", "b"], []))
-    allocated = sorted(d for ds in devices.values() for d in ds)
-    assert allocated == ["pgpu-0-half-0", "pgpu-0-half-1"]
+    devices, messages = _same(_run(*env, "partitionable", setup, ["a", "b"], ["c"]))
+    assert devices == {"a/gpu": ["pgpu-0-half-0"], "b/gpu": ["pgpu-0-half-1"]}
+    # The two halves took the whole GPU's counters: the whole device cannot be allocated.
+    assert "whole" not in devices
+    assert "cannot allocate all claims" in messages["c"]
+
+
+def test_tainted_device_with_and_without_toleration(
+    env: Env, dra_driver: TestDriver, api_client: k8s.ApiClient
+) -> None:
+    taint = {"key": "e2e.kube-pysched.io/unhealthy", "value": "true", "effect": "NoSchedule"}
+    res = Resources(api_client)
+
+    def prepare(nodes: list[str]) -> None:
+        taints = {f"{n}/gpu-{i}": [taint] for n in nodes for i in (0, 1)}
+        dra_driver.reconfigure({**CONFIG, "taints": taints})
+        wait_for(
+            lambda: (
+                sum(
+                    1
+                    for s in res.list("resourceslices")
+                    if s["spec"].get("nodeName") in nodes
+                    for d in s["spec"].get("devices", [])
+                    if d.get("taints")
+                )
+                == 4
+            ),
+            timeout=60,
+            what="tainted GPUs published",
+        )
+
+    toleration = [{"key": taint["key"], "operator": "Exists", "effect": "NoSchedule"}]
+
+    def setup(add: Any, pod: Any, settle: Any) -> None:
+        add("resourceclaims", _claim("tolerant", _exact("gpu", tolerations=toleration)))
+        add("resourceclaims", _claim("plain", _exact("gpu")))
+        pod("a", gpu="claim:tolerant")
+        settle(["a"])
+        pod("b", gpu="claim:plain")
+
+    try:
+        devices, messages = _same(_run(*env, "two-gpus", setup, ["a"], ["b"], prepare))
+    finally:
+        dra_driver.reconfigure(CONFIG)
+    assert devices == {"tolerant": ["gpu-0"]}
+    assert "cannot allocate all claims" in messages["b"]
+
+
+def test_claim_deleted_while_its_pod_waits(env: Env) -> None:
+    """The pod waits on a claim no node satisfies; the claim is deleted and created again
+    satisfiable: the pod is retried and bound with the new claim's device."""
+    core, res, namespace = env[0], env[1], env[2]
+
+    def setup(add: Any, pod: Any, settle: Any) -> None:
+        add("resourceclaims", _claim("later", _exact("gpu", count=3)))
+        body = pod("a", gpu="claim:later")
+        name = body["metadata"]["name"]
+        prefix = name[: -len("a")]
+        wait_unschedulable(core, namespace, name)
+        res.api.delete_namespaced_custom_object(
+            "resource.k8s.io", "v1", namespace, "resourceclaims", prefix + "later"
+        )
+        wait_for(
+            lambda: all(
+                c["metadata"]["name"] != prefix + "later"
+                for c in res.list("resourceclaims", namespace)
+            ),
+            timeout=60,
+            what="the claim gone",
+        )
+        add("resourceclaims", _claim("later", _exact("gpu", count=1)))
+
+    devices, _ = _same(_run(*env, "two-gpus", setup, ["a"], []))
+    assert devices == {"later": ["gpu-0"]}
+
+
+def test_admin_access_to_devices_in_use(env: Env) -> None:
+    """Both GPUs are allocated; an admin-access claim (in a namespace labelled for it) still
+    gets a device, an ordinary claim waits."""
+    core, namespace = env[0], env[2]
+    label = {"resource.kubernetes.io/admin-access": "true"}
+    core.patch_namespace(namespace, {"metadata": {"labels": label}})
+
+    def setup(add: Any, pod: Any, settle: Any) -> None:
+        add("resourceclaims", _claim("both", _exact("gpu", count=2)))
+        add("resourceclaims", _claim("admin", _exact("gpu", adminAccess=True)))
+        add("resourceclaims", _claim("plain", _exact("gpu")))
+        pod("a", gpu="claim:both")
+        settle(["a"])
+        pod("b", gpu="claim:admin")
+        settle(["b"])
+        pod("c", gpu="claim:plain")
+
+    devices, messages = _same(_run(*env, "two-gpus", setup, ["a", "b"], ["c"]))
+    assert devices == {"both": ["gpu-0", "gpu-1"], "admin": ["gpu-0"]}
+    assert "cannot allocate all claims" in messages["c"]
