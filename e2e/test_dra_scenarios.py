@@ -22,7 +22,7 @@ from kubernetes import client as k8s
 
 from e2e.cluster import ControlPlane, ExternalCluster, ManagedProcess, wait_for
 from e2e.cluster.nodes import NodeFactory
-from e2e.dra.driver import PROFILE_LABEL
+from e2e.dra.driver import INSTANCE_LABEL, PROFILE_LABEL
 from e2e.dra.inventory import GPU_DRIVER, NIC_DRIVER
 from e2e.pysched import REPO_ROOT, Pysched
 from e2e.test_dynamic_resources import Resources
@@ -101,6 +101,15 @@ def dra_driver(
         code = proc.stop()
         print(f"----- test DRA driver log -----\n{proc.process.tail(200)}")
         assert code == 0, f"the test DRA driver exited with {code}"
+        # It deletes every slice it published when it stops.
+        res = Resources(cluster.api_client())
+        left = [
+            s["metadata"]["name"]
+            for s in res.list("resourceslices")
+            if INSTANCE_LABEL in s["metadata"].get("labels", {})
+        ]
+        res.api.api_client.close()
+        assert not left, f"slices left behind by the test DRA driver: {left}"
 
 
 @pytest.fixture(scope="module")
