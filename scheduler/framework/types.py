@@ -336,6 +336,15 @@ class NodeToStatus:
             self._rows = None
         return self._map
 
+    def compact(self) -> tuple[Sequence[str], IndexColumn, StatusColumn] | None:
+        """The rows of `set_rows` as they were given (names, rows into them, their column),
+        while no per-name map was built from them (None after a `set` or a per-name read):
+        a reader that keeps every node's status keeps these instead of a map."""
+        pending = self._rows
+        if pending is None or self._map:
+            return None
+        return pending.names, pending.rows, pending.column
+
     def nodes_with_code(self, infos: list[NodeInfo], code: Code) -> list[NodeInfo]:
         """The nodes of `infos`, in order, whose status has `code`."""
         pending = self._rows
