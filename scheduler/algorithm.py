@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from scheduler.api.objects import Pod
 from scheduler.backend.cache.snapshot import Snapshot
-from scheduler.explain.record import Attempt, ScoreTable
+from scheduler.explain.record import Attempt
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import ScoreColumn
 from scheduler.framework.runtime import FilterPass, Framework
@@ -385,7 +385,7 @@ class SchedulingAlgorithm:
             raise SchedulingError(status or Status(Code.ERROR, "score plugins returned nothing"))
         if trace is not None and raw is not None and normalized is not None:
             weights = fwk.score_weights
-            trace.scores = ScoreTable.of(table.names, rows, raw, normalized, weights, totals)
+            trace.scored((table.names, rows, raw, normalized, weights, totals))
         return totals, rows
 
     def _rows(self, feasible: Feasible) -> npt.NDArray[np.intp]:

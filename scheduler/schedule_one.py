@@ -362,6 +362,7 @@ class PodCycle:
         trace = None if self.s.explain is None else self.s.explain.current(pod.uid)
         if trace is not None:
             trace.outcome = "Scheduled"
+            trace.compact()
         self.s.recorder.eventf(
             pod,
             None,
@@ -414,6 +415,7 @@ class PodCycle:
         trace = None if self.s.explain is None else self.s.explain.current(pod.uid)
         if trace is not None:
             trace.binding_error = status.message()
+            trace.compact()
         fwk.run_reserve_plugins_unreserve(state, pod, result.suggested_host)
         forgotten = True
         try:

@@ -9,7 +9,9 @@ Compact by construction: a failed attempt's per-node verdicts are the filter pas
 StatusColumn (each distinct Status once) turned into one small integer per node, in the
 snapshot's node order, against a reference to the snapshot's list of names (shared, not
 copied): at 5000 nodes one byte per node. Scores keep only the best `SCORE_NODES` nodes' raw,
-normalised and weighted scores, taken from the arrays scoring already computed.
+normalised and weighted scores, taken from the arrays scoring already computed: the cycle only
+keeps references to them, and the binding cycle (off the scheduling loop) picks the best nodes
+and lets the arrays go.
 """
 
 from __future__ import annotations
@@ -185,6 +187,17 @@ class ScoreTable:
         }
 
 
+#: What ScoreTable.of reads: names, rows, raw and normalised scores per plugin, weights, totals.
+ScoreArrays = tuple[
+    Sequence[str],
+    npt.NDArray[np.intp],
+    Mapping[str, npt.NDArray[np.int64]],
+    Mapping[str, npt.NDArray[np.int64]],
+    Mapping[str, int],
+    npt.NDArray[np.int64],
+]
+
+
 def status_json(status: Status | None) -> Json:
     if status is None:
         return {"code": "Success", "plugin": "", "reasons": []}
@@ -213,12 +226,31 @@ class Attempt:
     #: ("nominated node" or "batching hint", node, whether it fit): tried before all nodes.
     tried_first: tuple[str, str, bool] | None = None
     filter: FilterVerdicts | None = None
-    scores: ScoreTable | None = None
+    #: The scoring pass's arrays as scoring left them, until `compact` keeps the best nodes.
+    score_arrays: ScoreArrays | None = None
+    compacted_scores: ScoreTable | None = None
     selected: str = ""
     post_filter_message: str = ""
     nominated_node: str | None = None
     permit_waits: dict[str, float] = field(default_factory=dict)
     binding_error: str = ""
+
+    def scored(self, arrays: ScoreArrays) -> None:
+        """Keeps references to the scoring pass's arrays: no work in the scheduling cycle."""
+        self.score_arrays = arrays
+
+    @property
+    def scores(self) -> ScoreTable | None:
+        self.compact()
+        return self.compacted_scores
+
+    def compact(self) -> None:
+        """Keeps the best nodes' scores and lets the arrays go (the binding cycle calls it,
+        off the scheduling loop; a reader does if it comes first)."""
+        arrays = self.score_arrays
+        if arrays is not None:
+            self.compacted_scores = ScoreTable.of(*arrays)
+            self.score_arrays = None
 
     def unschedulable(self, node_to_status: NodeToStatus, table: NodeTable) -> None:
         """The pod fits nowhere: every node's verdict, from the diagnosis over `table`."""
@@ -263,8 +295,9 @@ class Attempt:
                 "groups": [{"status": i, "nodes": n} for i, n in verdicts.groups()],
                 "nodes": dict(zip(verdicts.names, verdicts.of_node.tolist(), strict=True)),
             }
-        if self.scores is not None:
-            out["score"] = self.scores.to_json()
+        scores = self.scores
+        if scores is not None:
+            out["score"] = scores.to_json()
         if self.selected:
             out["selectedNode"] = self.selected
         if self.post_filter_message or self.nominated_node is not None:

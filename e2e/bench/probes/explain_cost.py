@@ -2,7 +2,8 @@
 loop: kube-scheduler's default profile in process (scheduler.testing.harness) over N nodes,
 rounds alternating recording off and on, the loop thread's CPU time per pod (a scheduled pod
 and an unschedulable one, whose record keeps every node's verdict) and the bytes the records
-hold (tracemalloc).
+hold (tracemalloc), then each piece of the recording timed alone (whole cycles on shared
+cores vary by more than the recording costs).
 
     .venv/bin/python -m e2e.bench.probes.explain_cost [--nodes 5000 --pods 200 --rounds 5]
 """
@@ -13,11 +14,19 @@ import argparse
 import gc
 import statistics
 import time
+import timeit
 import tracemalloc
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from scheduler.algorithm import num_feasible_nodes_to_find
 from scheduler.config.load import parse_config
-from scheduler.explain.record import ExplainStore
+from scheduler.explain.record import ExplainStore, FilterVerdicts, ScoreTable
+from scheduler.framework.status import Code, Status
+from scheduler.framework.status_column import StatusColumn
+from scheduler.framework.types import NodeToStatus
 from scheduler.logging import configure_logging
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import make_node, make_pod
@@ -95,6 +104,42 @@ def record_bytes(nodes: int, pods: int) -> tuple[float, float]:
     return per[0], per[1]
 
 
+def components(nodes: int, scored: int, plugins: int = 8, repeat: int = 2000) -> dict[str, float]:
+    """Microseconds of each piece of recording, on shapes of a cycle at `nodes` nodes: the
+    loop's (an attempt begun; an unschedulable pod's verdicts of every node, three distinct
+    reasons; the raw score copies of `scored` nodes) and the binding worker's (the score
+    table of the best nodes). Unlike whole cycles these do not drown in the host's noise."""
+    names = [f"node-{i:05d}" for i in range(nodes)]
+    index = {name: i for i, name in enumerate(names)}
+    reasons = [
+        Status(Code.UNSCHEDULABLE, "Insufficient cpu", plugin="NodeResourcesFit"),
+        Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "taint", plugin="TaintToleration"),
+        Status(Code.UNSCHEDULABLE, "anti-affinity", plugin="InterPodAffinity"),
+    ]
+    rng = np.random.default_rng(1)
+    column = StatusColumn(list(reasons), rng.integers(0, 3, nodes).astype(np.intp))
+    diagnosis = NodeToStatus()
+    diagnosis.set_rows(names, index, (np.arange(nodes) + nodes // 3) % nodes, column)
+    rows = np.sort(rng.choice(nodes, scored, replace=False)).astype(np.intp)
+    raw = {f"Plugin{i}": rng.integers(0, 100, scored) for i in range(plugins)}
+    normalized = {name: column.copy() for name, column in raw.items()}
+    weights = dict.fromkeys(raw, 1)
+    totals = sum(normalized.values(), np.zeros(scored, np.int64))
+    store = ExplainStore(1000)
+    pods = [make_pod(f"p{i}") for i in range(2000)]
+    it = iter(pods * (repeat // 1000 + 1))
+
+    def us(call: Callable[[], object]) -> float:
+        return timeit.timeit(call, number=repeat) / repeat * 1e6
+
+    return {
+        "begin": us(lambda: store.begin(next(it), PROFILE, 0.0)),
+        "verdicts": us(lambda: FilterVerdicts.of(diagnosis, names, index)),
+        "raw copies": us(lambda: {k: v.copy() for k, v in raw.items()}),
+        "score table": us(lambda: ScoreTable.of(names, rows, raw, normalized, weights, totals)),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
@@ -102,6 +147,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     configure_logging("json", 0)  # as the scheduler runs by default: no per-pod debug lines
+    pieces = components(args.nodes, num_feasible_nodes_to_find(0, args.nodes))
+    print("pieces (us): " + ", ".join(f"{k} {v:.1f}" for k, v in pieces.items()))
     results = run(args.nodes, args.pods, args.rounds)
     for kind in ("scheduled", "unschedulable"):
         off = statistics.median(results[f"{kind}/off"])
