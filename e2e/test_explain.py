@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from kubernetes import client as k8s
 
+from e2e import preemption_scenarios as sc
 from e2e.cluster import ControlPlane, ExternalCluster, wait_for
 from e2e.cluster.kubeconfig import write_token_kubeconfig
 from e2e.cluster.nodes import NodeFactory
@@ -52,6 +53,19 @@ def _identity(cluster: ControlPlane | ExternalCluster) -> Path:
     if isinstance(cluster, ControlPlane):
         return cluster.scheduler_kubeconfig
     return Path(cluster.kubeconfig)
+
+
+def _start(cluster: ControlPlane | ExternalCluster, pysched: Callable[..., Pysched]) -> Pysched:
+    """kube-pysched with its secure port, trusting the cluster's client CA (certificate users,
+    the admin kubeconfig among them)."""
+    if not isinstance(cluster, ControlPlane):
+        pytest.skip("needs the local control plane's client CA for certificate users")
+    return pysched(
+        default_config(profiles=[{"schedulerName": SCHEDULER_NAME}]),
+        kubeconfig=_identity(cluster),
+        secure=True,
+        extra_args=["--client-ca-file", str(cluster.ca_cert)],
+    )
 
 
 def _kubectl(cluster: ControlPlane | ExternalCluster) -> str:
@@ -207,14 +221,7 @@ def test_kubectl_pysched_explain_for_token_and_certificate_users(
     csr_user: Callable[[str, Path, Path], Path],
     tmp_path: Path,
 ) -> None:
-    if not isinstance(cluster, ControlPlane):
-        pytest.skip("needs the local control plane's client CA for the certificate user")
-    proc = pysched(
-        default_config(profiles=[{"schedulerName": SCHEDULER_NAME}]),
-        kubeconfig=_identity(cluster),
-        secure=True,
-        extra_args=["--client-ca-file", str(cluster.ca_cert)],
-    )
+    proc = _start(cluster, pysched)
     pool = {"explain-e2e/pool": namespace}
     small = [kwok_nodes(1, cpu=cpu, labels=pool)[0].metadata.name for cpu in ("2", "2500m")]
     tainted = kwok_nodes(1, cpu="32", labels=pool, taints=[TAINT])[0].metadata.name
@@ -308,3 +315,57 @@ def test_kubectl_pysched_explain_for_token_and_certificate_users(
         assert done.returncode == 1
         assert "the scheduler refused" in done.stderr, done.stderr
         assert f'User "{user}" cannot get path' in done.stderr, done.stderr
+
+
+def test_a_preemptors_explanation_names_the_evicted_victims(
+    cluster: ControlPlane | ExternalCluster,
+    pysched: Callable[..., Pysched],
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    kwok_nodes: NodeFactory,
+    namespace: str,
+) -> None:
+    """The preemptor's attempt that placed it keeps the preemption before it: the nominated
+    node (where the pod went) and the victims, which are the pods that were evicted."""
+    proc = _start(cluster, pysched)
+    pool = {"explain-e2e/pool": namespace}
+    node = kwok_nodes(1, cpu="2", labels=pool)[0].metadata.name
+    classes = sc.create_priority_classes(api_client, (1, 1000))
+    try:
+
+        def create(name: str, priority: int) -> None:
+            body = pod_manifest(
+                name,
+                scheduler_name=SCHEDULER_NAME,
+                cpu="1500m",
+                node_selector=pool,
+                priority_class=classes[priority],
+            )
+            core_v1.create_namespaced_pod(namespace, body)
+
+        create("low", 1)
+        assert wait_for_pod(core_v1, namespace, "low", lambda p: bool(p.spec.node_name))
+        create("high", 1000)
+        assert wait_for_pod(core_v1, namespace, "low", lambda p: p is None, what="eviction") is None
+        high = wait_for_pod(core_v1, namespace, "high", lambda p: bool(p.spec.node_name))
+        assert high is not None and high.spec.node_name == node
+    finally:
+        sc.delete_priority_classes(api_client, classes)
+
+    kubectl = _kubectl(cluster)
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    argv = [kubectl, "pysched", "explain", "high", "-n", namespace, "--endpoint"]
+    argv += [proc.secure_url, "--scheduler-insecure-skip-tls-verify"]
+    env = {**os.environ, "PATH": path, "KUBECONFIG": str(cluster.kubeconfig)}
+    done = subprocess.run(argv, check=False, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"nominated {node}, victims: {namespace}/low" in done.stdout, done.stdout
+    record = json.loads(
+        subprocess.run(
+            [*argv, "-o", "json"], check=False, env=env, capture_output=True, text=True, timeout=120
+        ).stdout
+    )
+    assert record["outcome"] == "Scheduled" and record["selectedNode"] == node
+    assert record["earlierPreemption"]["victims"] == [f"{namespace}/low"]
+    assert record["earlierPreemption"]["nominatedNode"] == node
+    assert record["triedFirst"] == {"as": "nominated node", "node": node, "fit": True}

@@ -198,7 +198,7 @@ class PodCycle:
                 nominating = pf_result.nominating_info if pf_result else None
                 update_nomination = not (pf_result and pf_result.plugin_owns_nomination)
                 if trace is not None:
-                    trace.post_filter(pf_status, nominating)
+                    trace.post_filter(pf_status, pf_result)
             _observe_algorithm(start)
             return Failure(Status(Code.UNSCHEDULABLE), fit, nominating, update_nomination)
         except SchedulingError as err:

@@ -28,7 +28,7 @@ import numpy.typing as npt
 from scheduler.api.objects import Pod
 from scheduler.framework.node_table import NodeTable
 from scheduler.framework.status import Status
-from scheduler.framework.types import NodeToStatus, NominatingInfo, NominatingMode
+from scheduler.framework.types import NodeToStatus, NominatingMode, PostFilterResult
 
 #: How many of the scored nodes, best first, keep their per-plugin scores.
 SCORE_NODES = 20
@@ -232,8 +232,12 @@ class Attempt:
     selected: str = ""
     post_filter_message: str = ""
     nominated_node: str | None = None
+    victims: list[str] = field(default_factory=list)
     permit_waits: dict[str, float] = field(default_factory=dict)
     binding_error: str = ""
+    #: The PostFilter outcome of the attempt before, when it preempted (nominated a node):
+    #: a preemptor's next attempt is usually the one that places it.
+    earlier_preemption: Json | None = None
 
     def scored(self, arrays: ScoreArrays) -> None:
         """Keeps references to the scoring pass's arrays: no work in the scheduling cycle."""
@@ -256,17 +260,35 @@ class Attempt:
         """The pod fits nowhere: every node's verdict, from the diagnosis over `table`."""
         self.filter = FilterVerdicts.of(node_to_status, table.names, table.index)
 
-    def post_filter(self, status: Status, nominating: NominatingInfo | None) -> None:
-        """PostFilter's (preemption's) outcome: its message and the node it nominated."""
+    def post_filter(self, status: Status, result: PostFilterResult | None) -> None:
+        """PostFilter's (preemption's) outcome: its message, the node it nominated and the
+        pods it evicts there."""
         self.post_filter_message = status.message()
-        if nominating is not None and nominating.mode == NominatingMode.OVERRIDE:
+        if result is None:
+            return
+        nominating = result.nominating_info
+        if result.node:
+            self.nominated_node = result.node
+        elif nominating is not None and nominating.mode == NominatingMode.OVERRIDE:
             self.nominated_node = nominating.nominated_node_name
+        self.victims = list(result.victims)
 
     def permitted(self, waits: Mapping[str, float] | None) -> None:
         """Permit passed (binding follows) or, with `waits`, the pod waits on those plugins."""
         self.outcome = "Binding" if waits is None else "WaitingOnPermit"
         if waits is not None:
             self.permit_waits = dict(waits)
+
+    def preemption(self) -> Json | None:
+        """This attempt's preemption, if it nominated a node (else None)."""
+        if not self.nominated_node:
+            return None
+        return {
+            "time": self.time,
+            "message": self.post_filter_message,
+            "nominatedNode": self.nominated_node,
+            "victims": list(self.victims),
+        }
 
     def to_json(self) -> Json:
         out: Json = {
@@ -304,7 +326,10 @@ class Attempt:
             out["postFilter"] = {
                 "message": self.post_filter_message,
                 "nominatedNode": self.nominated_node or "",
+                "victims": list(self.victims),
             }
+        if self.earlier_preemption is not None:
+            out["earlierPreemption"] = self.earlier_preemption
         if self.permit_waits:
             out["permit"] = {"waitingFor": dict(self.permit_waits)}
         if self.binding_error:
@@ -333,6 +358,9 @@ class ExplainStore:
             old = self._uid_of.get((pod.namespace, pod.name))
             if old is not None and old != pod.uid:
                 self._by_uid.pop(old, None)
+            before = self._by_uid.get(pod.uid)
+            if before is not None:
+                attempt.earlier_preemption = before.preemption() or before.earlier_preemption
             self._by_uid[pod.uid] = attempt
             self._by_uid.move_to_end(pod.uid)
             self._uid_of[(pod.namespace, pod.name)] = pod.uid

@@ -180,6 +180,17 @@ def _story(record: Json) -> list[str]:
         out += ["", f"Preemption: {message}"]
         if nominated:
             out.append(f"  nominated node: {nominated} (the pod waits there for its victims)")
+        victims = post.get("victims") or []
+        if victims:
+            out.append(f"  victims ({len(victims)}): {', '.join(victims)}")
+    earlier = record.get("earlierPreemption")
+    if earlier:
+        victims = ", ".join(earlier.get("victims") or []) or "none left to evict"
+        out += [
+            "",
+            f"Earlier preemption ({_when(float(earlier['time']))}): nominated "
+            f"{earlier['nominatedNode']}, victims: {victims}",
+        ]
     permit = record.get("permit")
     if permit:
         waits = ", ".join(f"{p} (up to {t:g}s)" for p, t in sorted(permit["waitingFor"].items()))

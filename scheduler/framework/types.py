@@ -266,10 +266,14 @@ CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.OVERRIDE)
 class PostFilterResult:
     """How the pod's nomination changes. `plugin_owns_nomination`: the plugin has nominated the
     pod in memory and writes (or reverts) status.nominatedNodeName itself, as asynchronous
-    preemption does, so the failure handler leaves the nomination alone."""
+    preemption does, so the failure handler leaves the nomination alone. `node` and `victims`
+    (namespace/name) say where a preemption made room and whom it evicts, for the pod's
+    explanation."""
 
     nominating_info: NominatingInfo | None = None
     plugin_owns_nomination: bool = False
+    node: str = ""
+    victims: tuple[str, ...] = ()
 
 
 class NodeToStatus:

@@ -220,3 +220,39 @@ def test_score_table_keeps_the_best_nodes_and_names_ties() -> None:
     assert list(table.totals) == sorted(table.totals, reverse=True)
     first = table.to_json()["nodes"][0]
     assert first["weighted"] == {"A": 98, "B": 0} and first["total"] == 98
+
+
+def test_preemption_records_the_nominated_node_and_its_victims(
+    h: Harness, store: ExplainStore
+) -> None:
+    h.add_node(make_node("a", cpu="2"))
+    h.add_node(make_node("b", cpu="1"))
+    h.add_assigned_pod(make_pod("low", cpu="2", priority=1, node_name="a"))
+    h.add_pod(make_pod("high", cpu="2", priority=100, scheduler_name=PROFILE))
+    h.schedule_next()
+    h.api.wait_for(lambda: "default/low" in h.api.deletes)
+    attempt = store.find("default", "high")
+    assert attempt is not None
+    assert attempt.outcome == "Unschedulable"
+    assert attempt.nominated_node == "a"
+    assert attempt.victims == ["default/low"]
+    post = attempt.to_json()["postFilter"]
+    assert post["victims"] == ["default/low"] and post["nominatedNode"] == "a"
+    assert post["message"] in attempt.message
+
+
+def test_the_attempt_after_a_preemption_keeps_its_story() -> None:
+    store = ExplainStore(max_pods=10)
+    pod = make_pod("high")
+    first = store.begin(pod, PROFILE, 1.0)
+    first.nominated_node, first.victims = "a", ["default/low"]
+    second = store.begin(pod, PROFILE, 2.0)
+    assert second.earlier_preemption == {
+        "time": 1.0,
+        "message": "",
+        "nominatedNode": "a",
+        "victims": ["default/low"],
+    }
+    third = store.begin(pod, PROFILE, 3.0)  # kept until an attempt preempts again
+    assert third.earlier_preemption == second.earlier_preemption
+    assert store.begin(make_pod("high", uid="other"), PROFILE, 4.0).earlier_preemption is None
