@@ -107,6 +107,9 @@ def _pre_filter(record: Json) -> list[str]:
 def _filter(record: Json, node: str | None, wide: bool) -> list[str]:
     found = groups(record)
     if not found:
+        first = record.get("triedFirst") or {}
+        if first.get("fit"):
+            return []  # the node tried first was the only one filtered: said above
         if record.get("nodes") and "feasibleNodes" in record and record.get("selectedNode"):
             return [
                 "",

@@ -155,3 +155,37 @@ def test_cli_prints_the_explanation_from_the_endpoint(
     assert yaml.safe_load(capsys.readouterr().out)["outcome"] == "Scheduled"
     assert main([*base, "nobody"]) == 1
     assert "no scheduling attempt of pod default/nobody" in capsys.readouterr().err
+
+
+def test_through_port_forwards_each_replica_is_asked_until_one_has_the_record(
+    monkeypatch: pytest.MonkeyPatch, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A standby replica has no records (404): the next one is asked; the scheduler's
+    certificate is not verified through a tunnel unless --scheduler-ca is given."""
+    from contextlib import contextmanager
+
+    import scheduler.explain.cli as explain_cli
+    from scheduler.explain.cli import ExplainError
+
+    tunnels: list[tuple[str, str, int]] = []
+    asked: list[tuple[str, bool]] = []
+
+    @contextmanager
+    def forward(namespace: str, pod: str, port: int, **_: object) -> Iterator[int]:
+        tunnels.append((namespace, pod, port))
+        yield 40000 + len(tunnels)
+
+    def get(config: object, path: str) -> dict[str, object]:
+        server, verify = config.server, config.verify_tls  # type: ignore[attr-defined]
+        asked.append((server, verify))
+        if server.endswith(":40001"):
+            raise ExplainError("no scheduling attempt of pod default/p is recorded: ...")
+        return {"pod": {"namespace": "default", "name": "p"}, "outcome": "Scheduled"}
+
+    monkeypatch.setattr(explain_cli, "forward", forward)
+    monkeypatch.setattr(explain_cli, "_get", get)
+    monkeypatch.setattr(explain_cli, "_scheduler_pods", lambda *_: ["standby", "leader"])
+    assert main(["explain", "--kubeconfig", kubeconfig, "p", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outcome"] == "Scheduled"
+    assert tunnels == [("kube-system", "standby", 10259), ("kube-system", "leader", 10259)]
+    assert asked == [("https://127.0.0.1:40001", False), ("https://127.0.0.1:40002", False)]
