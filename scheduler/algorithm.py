@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from scheduler.api.objects import Pod
 from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.explain.record import Attempt
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import ScoreColumn
 from scheduler.framework.runtime import FilterPass, Framework
@@ -85,32 +86,49 @@ class SchedulingAlgorithm:
         self._rng = random.Random(seed)
 
     def schedule_pod(
-        self, fwk: Framework, state: CycleState, pinfo: QueuedPodInfo, cycle: int = 0
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pinfo: QueuedPodInfo,
+        cycle: int = 0,
+        trace: Attempt | None = None,
     ) -> ScheduleResult:
         """The node for the pod, or FitError / NoNodesAvailableError / SchedulingError.
 
         `cycle` is the queue's scheduling cycle count, which opportunistic batching checks to
-        know that no other pod was scheduled since it kept its nodes."""
+        know that no other pod was scheduled since it kept its nodes. With `trace`, what the
+        cycle found is recorded there for the pod's explanation."""
         num_nodes = len(self.snapshot)
+        if trace is not None:
+            trace.num_nodes = num_nodes
         if num_nodes == 0:
             raise NoNodesAvailableError()
         pod = pinfo.pod
         batch = fwk.batch
-        feasible, diagnosis, hint = self._find_feasible(fwk, state, pod, pinfo, cycle)
+        feasible, diagnosis, hint = self._find_feasible(fwk, state, pod, pinfo, cycle, trace)
         nodes = feasible.nodes
         if not nodes:
             raise FitError(pod, num_nodes, diagnosis)
         if len(nodes) == 1:
             if batch is not None:
                 batch.store_schedule_results(pinfo.pod_signature, hint, nodes[0].name, None, cycle)
-            return ScheduleResult(nodes[0].name, 1 + len(diagnosis.node_to_status), 1)
-        if batch is None:
-            host = self.prioritize_and_select(fwk, state, pod, feasible)
+            result = ScheduleResult(nodes[0].name, 1 + len(diagnosis.node_to_status), 1)
         else:
-            keep = pinfo.pod_signature is not None
-            host, others = self._prioritize_sorted(fwk, state, pod, feasible, batch.rng, keep)
-            batch.store_schedule_results(pinfo.pod_signature, hint, host, others, cycle)
-        return ScheduleResult(host, len(nodes) + len(diagnosis.node_to_status), len(nodes))
+            if batch is None:
+                host = self.prioritize_and_select(fwk, state, pod, feasible, trace)
+            else:
+                keep = pinfo.pod_signature is not None
+                host, others = self._prioritize_sorted(
+                    fwk, state, pod, feasible, batch.rng, keep, trace
+                )
+                batch.store_schedule_results(pinfo.pod_signature, hint, host, others, cycle)
+            evaluated = len(nodes) + len(diagnosis.node_to_status)
+            result = ScheduleResult(host, evaluated, len(nodes))
+        if trace is not None:
+            trace.evaluated_nodes = result.evaluated_nodes
+            trace.feasible_nodes = result.feasible_nodes
+            trace.selected = result.suggested_host
+        return result
 
     # --- filtering --------------------------------------------------------------------------
 
@@ -128,6 +146,7 @@ class SchedulingAlgorithm:
         pod: Pod,
         pinfo: QueuedPodInfo | None = None,
         cycle: int = 0,
+        trace: Attempt | None = None,
     ) -> tuple[Feasible, Diagnosis, str]:
         """The feasible nodes, why the others fail, and opportunistic batching's node hint
         ("" without one)."""
@@ -135,7 +154,11 @@ class SchedulingAlgorithm:
         all_nodes = self.snapshot.node_info_list
         pre_result, status, plugins = fwk.run_pre_filter_plugins(state, pod, all_nodes)
         diagnosis.unschedulable_plugins = set(plugins)
+        if trace is not None:
+            trace.pre_filter_plugins = list(plugins)
         if status is not None and status.code != Code.SUCCESS:
+            if trace is not None:
+                trace.pre_filter_rejection = status
             if not status.is_rejected():
                 raise SchedulingError(status)
             diagnosis.node_to_status.absent_status = status
@@ -153,11 +176,16 @@ class SchedulingAlgorithm:
             info = self.snapshot.get(first)
             if info is not None:
                 nominated = self._filter_node_list(fwk, state, pod, diagnosis, [info], track=False)
+                if trace is not None:
+                    how = "nominated node" if pod.nominated_node_name else "batching hint"
+                    trace.tried_first = (how, first, bool(nominated))
                 if nominated:
                     return Feasible(nominated), diagnosis, hint
 
         if pre_result is not None and not pre_result.all_nodes():
             assert pre_result.node_names is not None
+            if trace is not None:
+                trace.pre_filter_narrowed = len(pre_result.node_names)
             nodes = [
                 info
                 for name in pre_result.node_names
@@ -290,12 +318,17 @@ class SchedulingAlgorithm:
     # --- scoring ----------------------------------------------------------------------------
 
     def prioritize_and_select(
-        self, fwk: Framework, state: CycleState, pod: Pod, feasible: Feasible
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        feasible: Feasible,
+        trace: Attempt | None = None,
     ) -> str:
         nodes = feasible.nodes
         if not fwk.has_score_plugins():
             return nodes[self._rng.randrange(len(nodes))].name
-        totals, _ = self._score(fwk, state, pod, feasible, None)
+        totals, _ = self._score(fwk, state, pod, feasible, None, trace)
         best = np.flatnonzero(totals == totals.max())
         pick = int(best[0]) if len(best) == 1 else int(best[self._rng.randrange(len(best))])
         return nodes[pick].name
@@ -308,16 +341,17 @@ class SchedulingAlgorithm:
         feasible: Feasible,
         rng: np.random.Generator,
         keep: bool,
+        trace: Attempt | None = None,
     ) -> tuple[str, SortedScoredNodes | int]:
         """The best node and, for batching, the other scored nodes best first (or just their
         number when `keep` is false: a pod without signature is not worth sorting for).
         Equal best scores are picked among at random in both cases."""
         nodes = feasible.nodes
         if not keep:
-            return self.prioritize_and_select(fwk, state, pod, feasible), len(nodes) - 1
+            return self.prioritize_and_select(fwk, state, pod, feasible, trace), len(nodes) - 1
         raw: RawScores = {}
         if fwk.has_score_plugins():
-            totals, rows = self._score(fwk, state, pod, feasible, raw)
+            totals, rows = self._score(fwk, state, pod, feasible, raw, trace)
         else:
             totals = np.ones(len(nodes), np.int64)  # upstream's TotalScore 1 for every node
             rows = self._rows(feasible)
@@ -331,16 +365,27 @@ class SchedulingAlgorithm:
         pod: Pod,
         feasible: Feasible,
         raw: RawScores | None,
+        trace: Attempt | None = None,
     ) -> tuple[ScoreColumn, npt.NDArray[np.intp]]:
-        """PreScore and Score over the feasible nodes: their weighted totals, and their rows."""
+        """PreScore and Score over the feasible nodes: their weighted totals, and their rows
+        (with `trace`, the best nodes' scores per plugin are recorded there)."""
         nodes = feasible.nodes
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
         rows = self._rows(feasible)
-        totals, status = fwk.run_score_plugins(state, pod, self.snapshot.table, rows, nodes, raw)
+        normalized: RawScores | None = None
+        if trace is not None:
+            normalized = {}
+            if raw is None:
+                raw = {}
+        table = self.snapshot.table
+        totals, status = fwk.run_score_plugins(state, pod, table, rows, nodes, raw, normalized)
         if status is not None or totals is None:
             raise SchedulingError(status or Status(Code.ERROR, "score plugins returned nothing"))
+        if trace is not None and raw is not None and normalized is not None:
+            weights = fwk.score_weights
+            trace.scored((table.names, rows, raw, normalized, weights, totals))
         return totals, rows
 
     def _rows(self, feasible: Feasible) -> npt.NDArray[np.intp]:

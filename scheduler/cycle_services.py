@@ -13,6 +13,7 @@ from scheduler.api.objects import Pod
 from scheduler.backend.api_dispatcher import ApiDispatcher
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.clock import Clock
+from scheduler.explain.record import ExplainStore
 from scheduler.framework.interface import ApiActions, EventRecorder
 
 if TYPE_CHECKING:
@@ -36,3 +37,5 @@ class CycleServices:
     pod_lookup: PodLookup
     clock: Clock
     binding_pool: Executor
+    #: The latest attempt per pod, for explanations; None when recording is off.
+    explain: ExplainStore | None = None

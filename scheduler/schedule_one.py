@@ -176,12 +176,16 @@ class PodCycle:
         PostFilter, i.e. preemption, unless `post_filter` is off)."""
         self.s.cache.update_snapshot(self.s.snapshot)
         pod = pinfo.pod
+        explain = self.s.explain
+        trace = None if explain is None else explain.begin(pod, fwk.profile_name, time.time())
         try:
-            result = self.s.algorithm.schedule_pod(fwk, state, pinfo, cycle)
+            result = self.s.algorithm.schedule_pod(fwk, state, pinfo, cycle, trace)
         except NoNodesAvailableError as err:
             _observe_algorithm(start)
             return Failure(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err)))
         except FitError as fit:
+            if trace is not None:  # before PostFilter, which may read the statuses by name
+                trace.unschedulable(fit.diagnosis.node_to_status, self.s.snapshot.table)
             nominating: NominatingInfo | None = CLEAR_NOMINATED_NODE
             update_nomination = True
             if post_filter and fwk.has_post_filter_plugins():
@@ -193,6 +197,8 @@ class PodCycle:
                     log.error("PostFilter failed", pod=pod.key, status=pf_status.message())
                 nominating = pf_result.nominating_info if pf_result else None
                 update_nomination = not (pf_result and pf_result.plugin_owns_nomination)
+                if trace is not None:
+                    trace.post_filter(pf_status, pf_result)
             _observe_algorithm(start)
             return Failure(Status(Code.UNSCHEDULABLE), fit, nominating, update_nomination)
         except SchedulingError as err:
@@ -234,6 +240,9 @@ class PodCycle:
         assumed_pod = assumed.pod
         host = result.suggested_host
         waits, status = fwk.run_permit_plugins(state, assumed_pod, host)
+        trace = None if self.s.explain is None else self.s.explain.current(assumed_pod.uid)
+        if trace is not None:
+            trace.permitted(waits if status is not None and status.code == Code.WAIT else None)
         if status is not None and status.code == Code.WAIT:
             fwk.add_waiting_pod(assumed_pod, waits)
         elif status is not None:
@@ -350,6 +359,10 @@ class PodCycle:
                 log.info("failed to bind pod", pod=pod.key, node=host, error=status.message())
             return status, None
         self.s.cache.finish_binding(pod)
+        trace = None if self.s.explain is None else self.s.explain.current(pod.uid)
+        if trace is not None:
+            trace.outcome = "Scheduled"
+            trace.compact()
         self.s.recorder.eventf(
             pod,
             None,
@@ -399,6 +412,10 @@ class PodCycle:
         start: float,
     ) -> None:
         pod = assumed.pod
+        trace = None if self.s.explain is None else self.s.explain.current(pod.uid)
+        if trace is not None:
+            trace.binding_error = status.message()
+            trace.compact()
         fwk.run_reserve_plugins_unreserve(state, pod, result.suggested_host)
         forgotten = True
         try:
@@ -445,6 +462,10 @@ class PodCycle:
         pod = pinfo.pod
         if message is None:
             message = fit.message() if fit is not None else status.message()
+        trace = None if self.s.explain is None else self.s.explain.current(pod.uid)
+        if trace is not None:
+            trace.outcome = reason
+            trace.message = message
         if fit is not None:
             pinfo.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
             pinfo.pending_plugins = set(fit.diagnosis.pending_plugins)

@@ -20,6 +20,7 @@ from scheduler.backend.api_dispatcher import ApiDispatcher
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.clock import Clock
 from scheduler.cycle_services import CycleServices, PodLookup
+from scheduler.explain.record import ExplainStore
 from scheduler.framework.interface import ApiActions, EventRecorder
 from scheduler.framework.runtime import Framework
 from scheduler.schedule_group import GroupCycle
@@ -55,6 +56,7 @@ class Scheduler:
         percentage_of_nodes_to_score: int = 0,
         binding_workers: int = BINDING_WORKERS,
         api_workers: int = 4,
+        explain: ExplainStore | None = None,
     ) -> None:
         self.queue = queue
         self.profiles = profiles
@@ -71,6 +73,7 @@ class Scheduler:
             pod_lookup=pod_lookup,
             clock=clock,
             binding_pool=self._binding_pool,
+            explain=explain,
         )
         steps = PodCycle(services)
         self.schedule_one_pod = ScheduleOne(

@@ -53,6 +53,7 @@ from scheduler.cmd.profiles import build_frameworks, build_queue
 from scheduler.cmd.server import DebugPages, HealthServer
 from scheduler.cmd.tls import TLSConfigError, server_context
 from scheduler.eventhandlers import EventHandlers, PodTransform, transform_node
+from scheduler.explain.record import ExplainStore
 from scheduler.framework.dra import DRAManager
 from scheduler.framework.events import EventResource
 from scheduler.framework.gang import GangLister
@@ -232,6 +233,10 @@ class App:
         )
 
     def _build_scheduler(self, binding_workers: int) -> None:
+        max_pods = self.options.explain_max_pods
+        self.explain = ExplainStore(max_pods) if max_pods else None
+        if self.explain is not None:
+            self.pods.add_event_handler(on_delete=self.explain.forget)
         self.scheduler = Scheduler(
             cache=self.cache,
             queue=self.queue,
@@ -243,6 +248,7 @@ class App:
             clock=RealClock(),
             percentage_of_nodes_to_score=self.options.config.percentage_of_nodes_to_score or 0,
             binding_workers=binding_workers,
+            explain=self.explain,
         )
 
     def _build_servers(self) -> list[HealthServer]:
@@ -250,7 +256,9 @@ class App:
         servers: list[HealthServer] = []
         config = self.options.config
         secure = self.options.secure_serving
-        pages = DebugPages(flags=self.options.flags, profiling=config.enable_profiling)
+        pages = DebugPages(
+            flags=self.options.flags, profiling=config.enable_profiling, explain=self.explain
+        )
         try:
             if secure.port:
                 # Reviews go through their own client: not fenced when the lease is lost, and

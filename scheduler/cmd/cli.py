@@ -14,6 +14,7 @@ from scheduler import __version__
 from scheduler.cmd.options import (
     DEFAULT_ALWAYS_ALLOW_PATHS,
     DEFAULT_AUTH_CACHE_TTL,
+    DEFAULT_EXPLAIN_MAX_PODS,
     DEFAULT_MAX_IN_UNSCHEDULABLE,
     DEFAULT_SECURE_PORT,
     LOOPBACK_ADDRESS,
@@ -74,6 +75,16 @@ def _feature_gates(text: str) -> FeatureGates:
         return FeatureGates.parse(text)
     except FeatureGateError as err:
         raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
 
 
 def _port(text: str) -> int:
@@ -243,6 +254,15 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
+        "--explain-max-pods",
+        type=_non_negative,
+        default=DEFAULT_EXPLAIN_MAX_PODS,
+        metavar="N",
+        help="keep the latest scheduling attempt of at most N pods (least recently attempted "
+        "dropped first) for /debug/pysched/explain and `kube-pysched explain`; 0 records "
+        f"nothing (default {DEFAULT_EXPLAIN_MAX_PODS})",
+    )
+    parser.add_argument(
         "--pod-max-in-unschedulable-pods-duration",
         type=_duration,
         default=DEFAULT_MAX_IN_UNSCHEDULABLE,
@@ -253,7 +273,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the scheduler and returns the process exit code; --help and --version return 0."""
+    """Runs the scheduler and returns the process exit code; --help and --version return 0.
+    `kube-pysched explain ...` is the explanation client instead (scheduler.explain.cli)."""
+    args_given = list(sys.argv[1:] if argv is None else argv)
+    if args_given[:1] == ["explain"]:
+        from scheduler.explain.cli import main as explain_main
+
+        return explain_main(args_given)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -318,5 +344,6 @@ def options_from_args(
         log_format=args.log_format,
         verbosity=args.verbosity,
         pod_max_in_unschedulable_pods_duration=args.pod_max_in_unschedulable_pods_duration,
+        explain_max_pods=args.explain_max_pods,
         flags=dict(flags or {}),
     )

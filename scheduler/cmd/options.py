@@ -13,6 +13,7 @@ DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
 DEFAULT_AUTH_CACHE_TTL = 10.0
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
 LOOPBACK_ADDRESS = "127.0.0.1"
+DEFAULT_EXPLAIN_MAX_PODS = 1000
 
 
 @dataclass
@@ -47,4 +48,6 @@ class Options:
     log_format: str = "json"  # json | console
     verbosity: int = 0  # klog-style -v: 2 per-pod results, 4 and above logs at debug
     pod_max_in_unschedulable_pods_duration: float = DEFAULT_MAX_IN_UNSCHEDULABLE  # seconds
+    #: --explain-max-pods: pods whose latest attempt is kept for explanations; 0: none.
+    explain_max_pods: int = DEFAULT_EXPLAIN_MAX_PODS
     flags: Mapping[str, str] = field(default_factory=dict)  # every flag's value, for /flagz

@@ -1,5 +1,5 @@
-"""The HTTP endpoints: /metrics, /healthz, /livez, /readyz, /configz, /flagz, /statusz and
-/debug/pprof/profile.
+"""The HTTP endpoints: /metrics, /healthz, /livez, /readyz, /configz, /flagz, /statusz,
+/debug/pprof/profile and /debug/pysched/explain/{namespace}/{pod} (a pod's latest attempt).
 
 One HealthServer per port: the secure port (HTTPS on 10259, every request authenticated and
 authorized by a RequestGuard, as kube-scheduler's) and, for development only, a plain-HTTP port
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 import structlog
 from prometheus_client.exposition import choose_encoder, gzip_accepted
@@ -30,6 +30,7 @@ from prometheus_client.exposition import choose_encoder, gzip_accepted
 from scheduler import metrics
 from scheduler.cmd import profiling, zpages
 from scheduler.cmd.auth import RequestGuard
+from scheduler.explain.record import ExplainStore
 
 Readiness = Callable[[], list[tuple[str, bool]]]
 TEXT = "text/plain; charset=utf-8"
@@ -37,6 +38,8 @@ HANDSHAKE_TIMEOUT = 10.0
 # kube-scheduler registers its configuration under this name on /configz.
 CONFIGZ_NAME = "componentconfig"
 PROFILE_PATH = "/debug/pprof/profile"
+#: /debug/pysched/explain/{namespace}/{pod}: the pod's latest scheduling attempt, as JSON.
+EXPLAIN_PATH = "/debug/pysched/explain/"
 # Go's net/http: the first bytes of a plain HTTP request where a TLS record header belongs.
 HTTP_METHOD_PREFIXES = (b"GET /", b"HEAD ", b"POST ", b"PUT /", b"OPTIO")
 PLAIN_HTTP_REPLY = (
@@ -96,6 +99,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._page(zpages.statusz(pages.started, self.server.paths(), accept))
         elif path == PROFILE_PATH and self.server.pages.profiling:
             self._profile(query)
+        elif path.startswith(EXPLAIN_PATH):
+            self._explain(path.removeprefix(EXPLAIN_PATH))
         else:
             self._reply(404, b"404 page not found\n", TEXT)
 
@@ -135,6 +140,30 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._reply(200, body, "application/json")
 
+    def _explain(self, rest: str) -> None:
+        """The pod's latest attempt; 404 with the reason when there is none to show."""
+        parts = rest.split("/")
+        store = self.server.pages.explain
+        if len(parts) != 2 or not all(parts):
+            code, message = 404, f"expected {EXPLAIN_PATH}<namespace>/<pod>, got {self.path!r}"
+        elif store is None:
+            code, message = 404, "recording of scheduling attempts is off (--explain-max-pods=0)"
+        else:
+            namespace, name = (unquote(p) for p in parts)
+            attempt = store.find(namespace, name)
+            if attempt is not None:
+                self._reply(200, json.dumps(attempt.to_json()).encode(), "application/json")
+                return
+            code = 404
+            message = (
+                f"no scheduling attempt of pod {namespace}/{name} is recorded: the pod is not "
+                f"this scheduler's, was not attempted since the scheduler started, was "
+                f"deleted, or its record was evicted (at most {store.max_pods} pods are kept)"
+            )
+        body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "status": "Failure"}
+        body.update(message=message, reason="NotFound", code=code)
+        self._reply(code, json.dumps(body).encode(), "application/json")
+
     def _page(self, page: zpages.Page) -> None:
         self._reply(page.code, page.body, page.content_type, dict(page.headers))
 
@@ -166,6 +195,8 @@ class DebugPages:
     flags: Mapping[str, str] = field(default_factory=dict)
     started: float = field(default_factory=time.time)
     profiling: bool = True
+    #: The latest scheduling attempts (EXPLAIN_PATH); None: recording is off.
+    explain: ExplainStore | None = None
 
 
 class _Server(ThreadingHTTPServer):
@@ -195,6 +226,8 @@ class _Server(ThreadingHTTPServer):
     def paths(self) -> list[str]:
         """The paths this server answers (statusz lists them)."""
         served = ["/configz", "/flagz", "/healthz", "/livez", "/metrics", "/readyz", "/statusz"]
+        if self.pages.explain is not None:
+            served.append(EXPLAIN_PATH)
         return [*served, PROFILE_PATH] if self.pages.profiling else served
 
     def finish_request(self, request: Any, client_address: Any) -> None:

@@ -266,10 +266,14 @@ CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.OVERRIDE)
 class PostFilterResult:
     """How the pod's nomination changes. `plugin_owns_nomination`: the plugin has nominated the
     pod in memory and writes (or reverts) status.nominatedNodeName itself, as asynchronous
-    preemption does, so the failure handler leaves the nomination alone."""
+    preemption does, so the failure handler leaves the nomination alone. `node` and `victims`
+    (namespace/name) say where a preemption made room and whom it evicts, for the pod's
+    explanation."""
 
     nominating_info: NominatingInfo | None = None
     plugin_owns_nomination: bool = False
+    node: str = ""
+    victims: tuple[str, ...] = ()
 
 
 class NodeToStatus:
@@ -335,6 +339,15 @@ class NodeToStatus:
             self._map.update(self._rows.pairs())
             self._rows = None
         return self._map
+
+    def compact(self) -> tuple[Sequence[str], IndexColumn, StatusColumn] | None:
+        """The rows of `set_rows` as they were given (names, rows into them, their column),
+        while no per-name map was built from them (None after a `set` or a per-name read):
+        a reader that keeps every node's status keeps these instead of a map."""
+        pending = self._rows
+        if pending is None or self._map:
+            return None
+        return pending.names, pending.rows, pending.column
 
     def nodes_with_code(self, infos: list[NodeInfo], code: Code) -> list[NodeInfo]:
         """The nodes of `infos`, in order, whose status has `code`."""

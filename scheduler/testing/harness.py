@@ -18,6 +18,7 @@ from scheduler.api.objects import Pod, PodDisruptionBudget
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.backend.queue import QueueProfile, SchedulingQueue
 from scheduler.clock import FakeClock
+from scheduler.explain.record import ExplainStore
 from scheduler.features import FeatureGates
 from scheduler.framework import signers
 from scheduler.framework.cycle_state import CycleState
@@ -140,8 +141,10 @@ class Harness:
         dra: StaticDRA | None = None,
         watch_gangs: bool = True,
         binding_workers: int | None = 2,
+        explain: ExplainStore | None = None,
     ) -> None:
-        """`watch_gangs=False`: Handle.watched_gangs() is None, as in a process whose profiles
+        """`explain`: where the scheduler records each pod's latest attempt (None: it does not).
+        `watch_gangs=False`: Handle.watched_gangs() is None, as in a process whose profiles
         have no gang plugin (preemption then never looks at pods' groups).
         `binding_workers=None`: the Scheduler's own default pool."""
         self.clock = FakeClock()
@@ -198,6 +201,7 @@ class Harness:
             pod_lookup=self.pods.get,
             clock=self.clock,
             api_workers=1,
+            explain=explain,
             **pool,
         )
 

@@ -106,20 +106,24 @@ class Evaluator:
         executor = self._executor
         executor.observe(candidate)
         nominating = NominatingInfo(candidate.node_name, NominatingMode.OVERRIDE)
+        named = tuple(v.key for v in candidate.victims)
+        result = PostFilterResult(nominating, node=candidate.node_name, victims=named)
+        success = Status(Code.SUCCESS, message)
         if executor.async_enabled:
             victims = executor.claim_victims(candidate.victims)
             if not victims:
                 # Every victim is already leaving: no thread, as kube-scheduler; the failure
                 # handler nominates the pod.
-                return PostFilterResult(nominating), Status(Code.SUCCESS, message)
+                return result, success
             # Nominated before the thread starts, so a failing thread's revert comes after it.
             self._handle.nominator.add_nominated_pod(pod, candidate.node_name)
             executor.start_async(candidate, pod, victims)
-            return PostFilterResult(plugin_owns_nomination=True), Status(Code.SUCCESS, message)
+            owned = PostFilterResult(None, True, candidate.node_name, named)
+            return owned, success
         error = executor.run_inline(candidate, pod)
         if error is not None:
             return None, error
-        return PostFilterResult(nominating), Status(Code.SUCCESS, message)
+        return result, success
 
     def _evaluate(
         self, state: CycleState, pod: Pod, node_to_status: NodeToStatus

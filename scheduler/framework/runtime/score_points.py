@@ -66,10 +66,12 @@ class ScorePoints(FrameworkBase):
         rows: npt.NDArray[np.intp],
         nodes: list[NodeInfo],
         raw: RawScores | None = None,
+        normalized: RawScores | None = None,
     ) -> tuple[ScoreColumn | None, Status | None]:
         """Weighted total score per feasible node (same order as `rows`/`nodes`). With `raw`,
         each plugin's scores before NormalizeScore are also put there (batching keeps them to
-        re-normalize when it rescores a node)."""
+        re-normalize when it rescores a node); with `normalized`, each plugin's scores after
+        NormalizeScore, before its weight (the explanation's score table)."""
         start = time.perf_counter()
         status: Status | None = None
         try:
@@ -79,6 +81,8 @@ class ScorePoints(FrameworkBase):
             if raw is not None:
                 raw.update((name, column.copy()) for name, column in scores.items())
             totals, status = self._normalize(state, pod, scores, len(nodes))
+            if normalized is not None:
+                normalized.update(scores)
             return totals, status
         finally:
             self._observe(SCORE, status, start)
