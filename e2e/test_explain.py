@@ -2,8 +2,9 @@
 `kubectl-pysched` executable from PATH, which reads kube-pysched's record of a pod's latest
 attempt from its secure port with the user's own credentials.
 
-A pod is Pending for three reasons at once (too little cpu, an untolerated taint, a node
-selector no other node matches); the explanation's summary is the PodScheduled condition
+A pod is Pending for five reasons at once (too little cpu, an untolerated taint, a node
+selector no other node matches, a bound volume pinned to another node, a spreading constraint
+its volume's node would break); the explanation's summary is the PodScheduled condition
 kube-pysched wrote, and its counts per reason are the condition message's. A pod that fits is
 explained with the node it was bound to at the top of the score table. A ServiceAccount token
 user and a client-certificate user (issued through the CSR API) allowed by RBAC get the answer;
@@ -38,13 +39,17 @@ from e2e.cluster import ControlPlane, ExternalCluster, wait_for
 from e2e.cluster.kubeconfig import write_token_kubeconfig
 from e2e.cluster.nodes import NodeFactory
 from e2e.cluster.pods import wait_for_pod
+from e2e.cluster.readiness import NotReadyError
 from e2e.pysched import Pysched, default_config
+from e2e.volumes import NO_PROVISIONER, Storage, local, storage_fixture  # noqa: F401 (fixture)
 from e2e.workload import pod_manifest, pod_scheduled_condition
 
 SCHEDULER_NAME = "explain"
 EXPLAIN_URLS = "/debug/pysched/explain/*"
 TAINT = {"key": "explain-e2e", "value": "reserved", "effect": "NoSchedule"}
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client"
+RACK = "explain-e2e/rack"
+SPREAD = {"explain-e2e/app": "spread"}
 
 
 def _identity(cluster: ControlPlane | ExternalCluster) -> Path:
@@ -219,6 +224,7 @@ def test_kubectl_pysched_explain_for_token_and_certificate_users(
     namespace: str,
     explain_role: Callable[[k8s.RbacV1Subject], None],
     csr_user: Callable[[str, Path, Path], Path],
+    storage: Storage,
     tmp_path: Path,
 ) -> None:
     proc = _start(cluster, pysched)
@@ -226,20 +232,53 @@ def test_kubectl_pysched_explain_for_token_and_certificate_users(
     small = [kwok_nodes(1, cpu=cpu, labels=pool)[0].metadata.name for cpu in ("2", "2500m")]
     tainted = kwok_nodes(1, cpu="32", labels=pool, taints=[TAINT])[0].metadata.name
     elsewhere = kwok_nodes(1, cpu="32")[0].metadata.name
+    near = kwok_nodes(1, cpu="32", labels={**pool, RACK: "r1"})[0].metadata.name
+    far = kwok_nodes(1, cpu="32", labels={**pool, RACK: "r2"})[0].metadata.name
+
+    # The claim's volume lives on `near`, where a pod of the spread group already runs: `far`
+    # fails VolumeBinding, `near` fails PodTopologySpread (r1 would hold 2, r2 none).
+    volume_class = storage.storage_class(NO_PROVISIONER, "Immediate")
+    volume = storage.volume(volume_class, local(), node=near, claim="data")
+    storage.claim("data", volume_class, volume_name=volume)
+    storage.wait_claims_bound(["data"])
+    placed = pod_manifest("spread-peer", scheduler_name=SCHEDULER_NAME, labels=SPREAD)
+    placed["spec"]["nodeName"] = near
+    core_v1.create_namespaced_pod(namespace, placed)
 
     def create(name: str, cpu: str) -> None:
         body = pod_manifest(name, scheduler_name=SCHEDULER_NAME, cpu=cpu, node_selector=pool)
         core_v1.create_namespaced_pod(namespace, body)
 
-    create("stuck", "3")
-    create("fits", "1")
-    stuck = wait_for_pod(
-        core_v1,
-        namespace,
-        "stuck",
-        lambda p: (c := pod_scheduled_condition(p)) is not None and c.reason == "Unschedulable",
-        what="PodScheduled=False",
+    stuck_body = pod_manifest(
+        "stuck", scheduler_name=SCHEDULER_NAME, cpu="3", node_selector=pool, labels=SPREAD
     )
+    stuck_body["spec"]["volumes"] = [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
+    ]
+    stuck_body["spec"]["topologySpreadConstraints"] = [
+        {
+            "maxSkew": 1,
+            "topologyKey": RACK,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": SPREAD},
+        }
+    ]
+    core_v1.create_namespaced_pod(namespace, stuck_body)
+    create("fits", "1")
+    every_reason = ("PersistentVolume's node affinity", "pod topology spread constraints")
+    seen: list[str] = []
+
+    def five_reasons(pod: k8s.V1Pod | None) -> bool:
+        condition = pod_scheduled_condition(pod) if pod is not None else None
+        if condition is None or condition.reason != "Unschedulable":
+            return False
+        seen.append(condition.message or "")
+        return all(reason in seen[-1] for reason in every_reason)
+
+    try:
+        stuck = wait_for_pod(core_v1, namespace, "stuck", five_reasons, what="five reasons")
+    except NotReadyError as exc:
+        raise AssertionError(f"last PodScheduled message: {seen[-1:]}") from exc
     assert stuck is not None
     condition_message = pod_scheduled_condition(stuck).message
     fits = wait_for_pod(core_v1, namespace, "fits", lambda p: bool(p.spec.node_name))
@@ -287,6 +326,8 @@ def test_kubectl_pysched_explain_for_token_and_certificate_users(
     assert [verdict[n] for n in small] == ["NodeResourcesFit", "NodeResourcesFit"]
     assert verdict[tainted] == "TaintToleration"
     assert verdict[elsewhere] == "NodeAffinity"
+    assert verdict[far] == "VolumeBinding"
+    assert verdict[near] == "PodTopologySpread"
 
     # (2) The certificate user: the text view, summary and groups.
     done = explain(cert_config, "stuck")
