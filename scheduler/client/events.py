@@ -476,7 +476,9 @@ class EventRecorder:
             return True
         except ApiError as err:
             if err.already_exists and send.patch:
-                return self._retry_later(send, err)
+                # The Event this series patches was created between the patch's 404 and this
+                # create: the patch will find it. client-go retries this without a log line.
+                return self._retry_later(send, err, quiet=True)
             if err.already_exists:
                 # Its series' patch, sent at the same time, found no Event and created it
                 # first: the series stands for this one (client-go drops it too).
@@ -503,7 +505,7 @@ class EventRecorder:
             self.sent += sent
             self.failed += failed
 
-    def _retry_later(self, send: _Send, err: Exception) -> bool:
+    def _retry_later(self, send: _Send, err: Exception, *, quiet: bool = False) -> bool:
         if self._stopping:
             with self._work:
                 self.unsent_at_stop += 1
@@ -513,7 +515,8 @@ class EventRecorder:
             log.error("unable to write event (retry limit exceeded)", name=send.entry.name)
             return True
         # client-go's events broadcaster logs each failed write it will retry as an error.
-        log.error("unable to write event (will retry)", name=send.entry.name, error=str(err))
+        report = log.debug if quiet else log.error
+        report("unable to write event (will retry)", name=send.entry.name, error=str(err))
         due = time.monotonic() + jittered(self._retry_interval, 0.25)
         with self._work:
             heapq.heappush(self._retries, (due, next(self._seq), send))

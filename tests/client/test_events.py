@@ -299,6 +299,27 @@ def test_an_event_its_series_created_first_is_not_a_failure(
     assert (recorder.sent, recorder.failed) == (0, 0)
 
 
+def test_a_series_whose_event_appears_between_its_patch_and_create_retries_quietly(
+    recorder: EventRecorder, api: FakeEventsApi
+) -> None:
+    """The series' patch finds no Event (404), the Event lands, the series' create gets
+    AlreadyExists: the patch is retried, without an error line (client-go retries it
+    silently), and the series is written."""
+    recorder.eventf(pod(), None, "Warning", "FailedScheduling", "Scheduling", "no")
+    assert recorder.flush(5)
+    api.failures = [
+        ApiError(404, "NotFound", 'events "p.1" not found'),
+        ApiError(409, "AlreadyExists", 'events "p.1" already exists'),
+    ]
+    with structlog.testing.capture_logs() as logs:
+        recorder.eventf(pod(), None, "Warning", "FailedScheduling", "Scheduling", "no")
+        assert recorder.flush(5)
+    assert [c[0] for c in api.calls] == ["create", "patch", "create", "patch"]
+    assert api.calls[-1][2]["series"]["count"] == 2
+    assert (recorder.sent, recorder.failed) == (2, 0)
+    assert not [r for r in logs if r["log_level"] == "error"], logs
+
+
 def test_a_recorder_needs_a_sender(api: FakeEventsApi) -> None:
     with pytest.raises(ValueError, match="at least one sender"):
         EventRecorder(api, senders=0)  # type: ignore[arg-type]
