@@ -13,7 +13,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from e2e.cluster.nodes import NodeFactory
-from e2e.test_dynamic_resources import Resources
+from e2e.dra.objects import Resources, node_slice
 from e2e.test_scheduling import (
     Factory,
     create,
@@ -110,18 +110,7 @@ def test_an_extended_resource_backed_by_dra_as_kube_scheduler(
             (node,) = kwok_nodes(1, cpu="8", memory="16Gi", labels={"g": group})
             assert node.metadata is not None and node.metadata.name is not None
             node_name = node.metadata.name
-            resources.create(
-                "resourceslices",
-                {
-                    "metadata": {"name": f"{node_name}-{driver}"},
-                    "spec": {
-                        "driver": driver,
-                        "nodeName": node_name,
-                        "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
-                        "devices": [{"name": "gpu-0"}],
-                    },
-                },
-            )
+            resources.create("resourceslices", node_slice(node_name, driver, ["gpu-0"]))
             runs.append((scheduler, group))
         outcomes = [
             _scenario(
@@ -137,10 +126,7 @@ def test_an_extended_resource_backed_by_dra_as_kube_scheduler(
             for scheduler, group in runs
         ]
     finally:
-        for s in resources.list("resourceslices"):
-            if s["spec"]["driver"] == driver:
-                resources.delete("resourceslices", s["metadata"]["name"])
-        resources.delete("deviceclasses", cls)
+        resources.delete_driver(driver, cls)
     theirs, ours = outcomes
     print(f"kube-scheduler: {theirs}\nkube-pysched: {ours}")
     assert ours == theirs

@@ -27,8 +27,8 @@ from kubernetes import client as k8s
 
 from e2e.cluster import ControlPlane, wait_default_service_account, wait_for
 from e2e.cluster.nodes import create_kwok_nodes
+from e2e.dra.objects import Resources, node_slice
 from e2e.pysched import Pysched, default_config
-from e2e.test_dynamic_resources import Resources
 from e2e.workload import pod_manifest, pod_scheduled_condition
 
 GROUP, VERSION, PLURAL = "scheduling.k8s.io", "v1beta1", "podgroups"
@@ -53,18 +53,6 @@ class Env:
     nodes: dict[tuple[str, str], list[str]]
 
 
-def _gpu_slice(node: str, count: int) -> dict[str, Any]:
-    return {
-        "metadata": {"name": f"{node}-gpus"},
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": f"gpu-{i}"} for i in range(count)],
-        },
-    }
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     """The control plane, a DeviceClass for the driver, each (scenario, scheduler) its two
@@ -84,7 +72,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
                 made = create_kwok_nodes(core, 2, f"{scenario}-{scheduler}-", cpu="8", labels=label)
                 names = [n.metadata.name for n in made]
                 for name in names:
-                    resources.create("resourceslices", _gpu_slice(name, gpus))
+                    devices = [f"gpu-{i}" for i in range(gpus)]
+                    resources.create("resourceslices", node_slice(name, DRIVER, devices))
                 nodes[(scenario, scheduler)] = names
         everything = [n for names in nodes.values() for n in names]
         wait_for(

@@ -15,10 +15,9 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from e2e import test_dynamic_resources
 from e2e.cluster.nodes import NodeFactory
+from e2e.dra.objects import Resources, driver_fixture, node_slice, resources_fixture  # noqa: F401
 from e2e.preemption_scenarios import create_priority_classes, delete_priority_classes
-from e2e.test_dynamic_resources import Resources
 from e2e.test_scheduling import (
     Factory,
     create,
@@ -29,24 +28,8 @@ from e2e.test_scheduling import (
 )
 from e2e.workload import pod_manifest
 
-#: The fixtures publishing a driver's DeviceClass and slices through the API.
-resources = test_dynamic_resources.resources
-driver = test_dynamic_resources.driver
-
 #: case -> (node CPU, each pod's CPU)
 CASES = {"devices": ("8", "1"), "cpu-too": ("2", "1500m")}
-
-
-def _gpu_slice(node_name: str, driver_name: str, *devices: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": f"{node_name}-{driver_name}"},
-        "spec": {
-            "driver": driver_name,
-            "nodeName": node_name,
-            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": d} for d in devices],
-        },
-    }
 
 
 def _holder_and_preemptor(
@@ -120,7 +103,9 @@ def test_a_device_holder_is_not_preempted_as_in_kube_scheduler(
                 group = unique("g")
                 (node,) = kwok_nodes(1, cpu=node_cpu, memory="16Gi", labels={"g": group})
                 assert node.metadata is not None and node.metadata.name is not None
-                resources.create("resourceslices", _gpu_slice(node.metadata.name, driver, "gpu-0"))
+                resources.create(
+                    "resourceslices", node_slice(node.metadata.name, driver, ["gpu-0"])
+                )
                 prefix = f"{'ks' if scheduler == 'default-scheduler' else 'py'}-{case}"
                 runs.append((case, scheduler, group, pod_cpu, prefix))
         outcomes: dict[str, list[dict[str, Any]]] = {case: [] for case in CASES}

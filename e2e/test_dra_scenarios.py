@@ -24,8 +24,8 @@ from e2e.cluster import ControlPlane, ExternalCluster, ManagedProcess, wait_for
 from e2e.cluster.nodes import NodeFactory
 from e2e.dra.driver import INSTANCE_LABEL, PROFILE_LABEL
 from e2e.dra.inventory import GPU_DRIVER, NIC_DRIVER
+from e2e.dra.objects import Resources
 from e2e.pysched import REPO_ROOT, Pysched
-from e2e.test_dynamic_resources import Resources
 from e2e.test_scheduling import create, pods_by_name, profile_config, unique, wait_unschedulable
 from e2e.workload import pod_manifest
 

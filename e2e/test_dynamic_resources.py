@@ -8,13 +8,12 @@ messages are equal."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 
 from e2e.cluster.nodes import NodeFactory
+from e2e.dra.objects import Resources, driver_fixture, node_slice, resources_fixture  # noqa: F401
 from e2e.test_scheduling import (
     Factory,
     create,
@@ -26,53 +25,6 @@ from e2e.test_scheduling import (
 from e2e.workload import pod_manifest
 
 FINALIZER = "resource.kubernetes.io/delete-protection"
-GROUP, VERSION = "resource.k8s.io", "v1"
-
-
-class Resources:
-    """resource.k8s.io/v1 through the generic object API (JSON in, JSON out)."""
-
-    def __init__(self, api_client: k8s.ApiClient) -> None:
-        self.api = k8s.CustomObjectsApi(api_client)
-
-    def create(self, plural: str, body: dict[str, Any], namespace: str | None = None) -> None:
-        if namespace is None:
-            self.api.create_cluster_custom_object(GROUP, VERSION, plural, body)
-        else:
-            self.api.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, body)
-
-    def list(self, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        found: Any = (
-            self.api.list_cluster_custom_object(GROUP, VERSION, plural)
-            if namespace is None
-            else self.api.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)
-        )
-        items: list[dict[str, Any]] = found["items"]
-        return items
-
-    def delete(self, plural: str, name: str) -> None:
-        self.api.delete_cluster_custom_object(GROUP, VERSION, plural, name)
-
-
-@pytest.fixture
-def resources(api_client: k8s.ApiClient) -> Resources:
-    return Resources(api_client)
-
-
-@pytest.fixture
-def driver(resources: Resources) -> Iterator[str]:
-    """A driver name of the test's own and its DeviceClass (same name); the class and the
-    driver's slices (cluster-scoped) are deleted afterwards."""
-    name = f"{unique('gpu')}.example.com"
-    selector = {"cel": {"expression": f'device.driver == "{name}"'}}
-    resources.create(
-        "deviceclasses", {"metadata": {"name": name}, "spec": {"selectors": [selector]}}
-    )
-    yield name
-    for s in resources.list("resourceslices"):
-        if s["spec"]["driver"] == name:
-            resources.delete("resourceslices", s["metadata"]["name"])
-    resources.delete("deviceclasses", name)
 
 
 def _claim_spec(cls: str) -> dict[str, Any]:
@@ -146,18 +98,7 @@ def test_gpus_through_claims_and_templates_as_kube_scheduler(
         (node,) = kwok_nodes(1, cpu="8", memory="16Gi", labels={"g": group})
         assert node.metadata is not None and node.metadata.name is not None
         node_name = node.metadata.name
-        resources.create(
-            "resourceslices",
-            {
-                "metadata": {"name": f"{node_name}-{driver}"},
-                "spec": {
-                    "driver": driver,
-                    "nodeName": node_name,
-                    "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
-                    "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}],
-                },
-            },
-        )
+        resources.create("resourceslices", node_slice(node_name, driver, ["gpu-0", "gpu-1"]))
         placed.append((scheduler, node_name, group))
     outcomes = [
         _scenario(core_v1, resources, namespace, node_name, group, driver, scheduler)
