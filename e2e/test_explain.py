@@ -36,7 +36,7 @@ from kubernetes import client as k8s
 
 from e2e import preemption_scenarios as sc
 from e2e.cluster import ControlPlane, ExternalCluster, wait_for
-from e2e.cluster.kubeconfig import write_token_kubeconfig
+from e2e.cluster.kubeconfig import service_account_token, write_token_kubeconfig
 from e2e.cluster.nodes import NodeFactory
 from e2e.cluster.pods import wait_for_pod
 from e2e.cluster.readiness import NotReadyError
@@ -80,18 +80,6 @@ def _kubectl(cluster: ControlPlane | ExternalCluster) -> str:
     if found is None:
         pytest.skip("no kubectl on PATH for this cluster")
     return found
-
-
-def _token(core_v1: k8s.CoreV1Api, namespace: str, name: str) -> str:
-    core_v1.create_namespaced_service_account(
-        namespace, k8s.V1ServiceAccount(metadata=k8s.V1ObjectMeta(name=name))
-    )
-    request = k8s.AuthenticationV1TokenRequest(
-        spec=k8s.V1TokenRequestSpec(audiences=[], expiration_seconds=600)
-    )
-    result = core_v1.create_namespaced_service_account_token(name, namespace, request)
-    token: str = result.status.token
-    return token
 
 
 def _cluster_entry(base: Path) -> dict[str, Any]:
@@ -291,12 +279,9 @@ def test_kubectl_pysched_explain_for_token_and_certificate_users(
         k8s.RbacV1Subject(kind="User", name=cert_user, api_group="rbac.authorization.k8s.io")
     )
     admin = Path(cluster.kubeconfig)
-    token_config = write_token_kubeconfig(
-        tmp_path / "token", admin, _token(core_v1, namespace, "reader"), "reader"
-    )
-    stranger = write_token_kubeconfig(
-        tmp_path / "stranger", admin, _token(core_v1, namespace, "stranger"), "stranger"
-    )
+    users = {u: service_account_token(core_v1, namespace, u) for u in ("reader", "stranger")}
+    token_config = write_token_kubeconfig(tmp_path / "token", admin, users["reader"], "reader")
+    stranger = write_token_kubeconfig(tmp_path / "stranger", admin, users["stranger"], "stranger")
     cert_config = csr_user(cert_user, admin, tmp_path / "cert")
     anonymous = _kubeconfig(tmp_path / "anonymous", admin, {})
 

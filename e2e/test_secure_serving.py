@@ -30,6 +30,7 @@ from cryptography.x509.oid import NameOID
 from kubernetes import client as k8s
 
 from e2e.cluster import ControlPlane, ExternalCluster, wait_for
+from e2e.cluster.kubeconfig import service_account_token
 from e2e.cluster.ports import LOOPBACK, PortReservation
 from e2e.pysched import REPO_ROOT, Pysched, default_config
 
@@ -96,18 +97,6 @@ def rbac(api_client: k8s.ApiClient) -> Iterator[tuple[k8s.RbacAuthorizationV1Api
         api.delete_cluster_role(created.metadata.name)
 
 
-def _token(core_v1: k8s.CoreV1Api, namespace: str, name: str) -> str:
-    core_v1.create_namespaced_service_account(
-        namespace, k8s.V1ServiceAccount(metadata=k8s.V1ObjectMeta(name=name))
-    )
-    request = k8s.AuthenticationV1TokenRequest(
-        spec=k8s.V1TokenRequestSpec(audiences=[], expiration_seconds=600)
-    )
-    result = core_v1.create_namespaced_service_account_token(name, namespace, request)
-    token: str = result.status.token
-    return token
-
-
 def test_health_is_open_and_metrics_follow_rbac(
     secure_pysched: Callable[..., Pysched],
     core_v1: k8s.CoreV1Api,
@@ -141,7 +130,7 @@ def test_health_is_open_and_metrics_follow_rbac(
     assert _get(base, "/healthz", token="not-a-token")[0] == 401
 
     # (3) a valid ServiceAccount token without RBAC: 403 naming the ServiceAccount.
-    token = _token(core_v1, namespace, "prometheus")
+    token = service_account_token(core_v1, namespace, "prometheus")
     user = f"system:serviceaccount:{namespace}:prometheus"
     status, body, _ = _get(base, "/metrics", token=token)
     assert status == 403, body
@@ -239,7 +228,7 @@ def test_debug_pages_follow_rbac_and_plain_http_is_a_400(
         )
     )
     try:
-        token = _token(core_v1, namespace, "debugger")
+        token = service_account_token(core_v1, namespace, "debugger")
         rbac_api.create_cluster_role_binding(
             k8s.V1ClusterRoleBinding(
                 metadata=k8s.V1ObjectMeta(name=role_name),

@@ -6,6 +6,7 @@ import base64
 from pathlib import Path
 
 import yaml
+from kubernetes import client as k8s
 
 from e2e.cluster.certs import CertPair
 
@@ -71,3 +72,16 @@ def write_token_kubeconfig(path: Path, base: Path, token: str, user: str) -> Pat
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
     return path
+
+
+def service_account_token(core_v1: k8s.CoreV1Api, namespace: str, name: str) -> str:
+    """A new ServiceAccount's token (TokenRequest, ten minutes), to act as that account."""
+    core_v1.create_namespaced_service_account(
+        namespace, k8s.V1ServiceAccount(metadata=k8s.V1ObjectMeta(name=name))
+    )
+    request = k8s.AuthenticationV1TokenRequest(
+        spec=k8s.V1TokenRequestSpec(audiences=[], expiration_seconds=600)
+    )
+    result = core_v1.create_namespaced_service_account_token(name, namespace, request)
+    token: str = result.status.token
+    return token
