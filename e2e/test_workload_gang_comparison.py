@@ -169,9 +169,8 @@ class Scenario:
         """The preemptors named by each pod's Preempted events (a repeated event once per
         count of its series), once every one of `victims` has one: a second preemptor's
         eviction of the same pod names another preemptor, so it is an Event of its own. A
-        preemptor is named by its group: kube-scheduler's note is `Preempted by podgroup
-        <PodGroup uid> on node cluster`, kube-pysched's `Preempted by pod <uid of a member> on
-        node <node>`."""
+        preemptor is named by its group: both schedulers' note is `Preempted by podgroup
+        <PodGroup uid> on node cluster` (a member's uid is mapped to its group too)."""
         groups = {uid: name.rsplit("-", 1)[0] for uid, name in self.uids.items()}
         listed = self.env.custom.list_namespaced_custom_object(
             GROUP, VERSION, self.namespace, PLURAL
