@@ -165,32 +165,37 @@ class Scenario:
         items: list[k8s.EventsV1Event] = events.list_namespaced_event(self.namespace).items
         return [e for e in items if e.reason == reason and e.regarding is not None]
 
-    def preempted_events(self, victims: list[str]) -> dict[str, list[str]]:
+    def preempted_events(self, victims: list[str]) -> tuple[dict[str, list[str]], list[str]]:
         """The preemptors named by each pod's Preempted events (a repeated event once per
         count of its series), once every one of `victims` has one: a second preemptor's
         eviction of the same pod names another preemptor, so it is an Event of its own. A
-        preemptor is named by its group: kube-scheduler's note is `Preempted by podgroup
-        <PodGroup uid> on node cluster`, kube-pysched's `Preempted by pod <uid of a member> on
-        node <node>`."""
+        preemptor is named by its group (a member's uid is mapped to its group too). Also
+        the events' wordings, each uid replaced by its group and the related object's kind
+        and name appended: `Preempted by podgroup <high> on node cluster; PodGroup high`."""
         groups = {uid: name.rsplit("-", 1)[0] for uid, name in self.uids.items()}
         listed = self.env.custom.list_namespaced_custom_object(
             GROUP, VERSION, self.namespace, PLURAL
         )
         groups.update({g["metadata"]["uid"]: g["metadata"]["name"] for g in listed["items"]})
         found: dict[str, list[str]] = {}
+        wordings: set[str] = set()
 
         def check() -> bool | str:
             found.clear()
+            wordings.clear()
             for e in self.events("Preempted"):
                 words = (e.note or "").split(" ")
                 uid = words[3] if len(words) > 3 else ""
                 count = e.series.count if e.series else 1
                 found.setdefault(e.regarding.name, []).extend([groups.get(uid, uid)] * count)
+                note = " ".join(f"<{groups[w]}>" if w in groups else w for w in words)
+                related = f"{e.related.kind} {e.related.name}" if e.related else "none"
+                wordings.add(f"{note}; {related}")
             missing = [v for v in victims if v not in found]
             return not missing or f"no Preempted event on {missing}"
 
         wait_for(check, timeout=60, what=f"Preempted events ({self.scheduler})")
-        return {name: sorted(by) for name, by in sorted(found.items())}
+        return {name: sorted(by) for name, by in sorted(found.items())}, sorted(wordings)
 
     def condition(self, group: str) -> dict[str, Any] | None:
         obj = self.env.custom.get_namespaced_custom_object(
@@ -323,7 +328,7 @@ def three_groups(s: Scenario) -> Outcome:
             timeout=60,
             what=f"the low group's pods gone ({s.scheduler})",
         )
-        preempted = s.preempted_events(members_of("low"))
+        preempted, wordings = s.preempted_events(members_of("low"))
         conditions = {}
         for group in ("low", "high"):
             cond = s.wait_condition(group, "True")
@@ -334,6 +339,7 @@ def three_groups(s: Scenario) -> Outcome:
             "medium_bound": sorted(n for n in left if s.read(n).spec.node_name),
             "victims": sorted(preempted),
             "preempted": preempted,
+            "wordings": wordings,
             "conditions": conditions,
         }
     finally:
@@ -402,6 +408,13 @@ def test_three_gangs_preempt_the_same_victims_once_each(env: Env) -> None:
     assert theirs["high_bound"] == ours["high_bound"] == members_of("high")
     assert theirs["medium_bound"] == ours["medium_bound"] == []
     assert theirs["victims"] == ours["victims"] == members_of("low")
+    # Each victim is told which group preempted it, in the same words and with the same
+    # related object (kube-scheduler v1.37.2's pod-group preemptor).
+    said = {
+        f"Preempted by podgroup <{g}> on node cluster; PodGroup {g}" for g in ("medium", "high")
+    }
+    assert ours["wordings"] and set(ours["wordings"]) <= said, ours["wordings"]
+    assert theirs["wordings"] and set(theirs["wordings"]) <= said, theirs["wordings"]
     scheduled = ("True", "Scheduled")
     assert theirs["conditions"] == ours["conditions"] == {"low": scheduled, "high": scheduled}
     assert all(len(by) == 1 for by in ours["preempted"].values()), ours["preempted"]

@@ -199,10 +199,7 @@ def test_the_informers_gang_keeps_generation_and_conditions() -> None:
     )
 
 
-def test_group_preemptions_outcome_is_appended_where_kube_scheduler_appends_it() -> None:
-    """kube-scheduler v1.37.2 (docs/gang.md, "Messages"): ', pod group preemption: <outcome>'
-    on the group's message - the condition and the placed member's message - but not on a
-    member's own failure nor on the message of a member it did not try."""
+def preempting_harness() -> Harness:
     names = ("Sort", "GangScheduling", "CpuFit", "Binder", "DefaultPreemption")
     spec = ProfileSpec(
         PROFILE,
@@ -214,7 +211,35 @@ def test_group_preemptions_outcome_is_appended_where_kube_scheduler_appends_it()
             default_preemption.NAME: default_preemption.SPEC,
         }
     )
-    h = Harness(spec, plugins=plugins, features=GATES)
+    return Harness(spec, plugins=plugins, features=GATES)
+
+
+def test_a_gangs_victim_is_told_the_pod_group_preempted_it() -> None:
+    """kube-scheduler v1.37.2: `Preempted by podgroup <PodGroup uid> on node cluster`, the
+    PodGroup (scheduling.k8s.io/v1beta1) as related object."""
+    h = preempting_harness()
+    try:
+        h.add_node(make_node("a", cpu="2"))
+        h.add_assigned_pod(make_pod("low", uid="uid-low", node_name="a", cpu="2"))
+        h.gangs.add(
+            gang_from_kube_pod_group(parse_kube_pod_group(kube_pod_group_json("g", priority=5)))
+        )
+        for i in range(2):
+            h.add_pod(make_pod(f"g-{i}", uid=f"uid-g-{i}", pod_group_name="g", cpu="1"))
+        h.schedule_next()
+        h.api.wait_for(lambda: h.api.deletes == ["default/low"])
+        (event,) = [e for e in h.recorder.recorded if e.reason == "Preempted"]
+        assert event.related == "PodGroup default/g"
+        assert event.message == "Preempted by podgroup uid-g on node cluster"
+    finally:
+        h.close()
+
+
+def test_group_preemptions_outcome_is_appended_where_kube_scheduler_appends_it() -> None:
+    """kube-scheduler v1.37.2 (docs/gang.md, "Messages"): ', pod group preemption: <outcome>'
+    on the group's message - the condition and the placed member's message - but not on a
+    member's own failure nor on the message of a member it did not try."""
+    h = preempting_harness()
     try:
         h.add_node(make_node("a", cpu="2"))
         pods = add_gang(h, "g", 2, 2, cpu="1500m")

@@ -106,6 +106,40 @@ def test_a_group_preempts_once_for_all_its_members_and_evicts_no_more_than_it_ne
     assert {n.name: n.requested.milli_cpu for n in h.snapshot.list()} == {"a": 2000, "b": 2000}
 
 
+def test_a_groups_victims_name_the_pod_group_as_kube_scheduler_does(h: Harness) -> None:
+    """kube-scheduler v1.37's executor names a group preemptor by its PodGroup: the victim's
+    Preempted event says `Preempted by podgroup <PodGroup uid> on node cluster` with the
+    PodGroup as related object, its DisruptionTarget condition `a higher priority podgroup`."""
+    h.add_node(make_node("a", cpu="2"))
+    h.add_assigned_pod(running("low-a0", "a"))
+    h.add_assigned_pod(running("low-a1", "a"))
+    add_group(h, "g", 2)
+    h.schedule_next()
+    h.api.wait_for(lambda: len(h.api.deletes) == 2)
+    events = [e for e in h.recorder.recorded if e.reason == "Preempted"]
+    assert sorted(e.regarding for e in events) == ["default/low-a0", "default/low-a1"]
+    for e in events:
+        assert (e.related, e.event_type, e.action) == ("PodGroup default/g", "Normal", "Preempting")
+        assert e.message == "Preempted by podgroup pg-g on node cluster"
+    messages = {
+        c["message"]
+        for _, patch in h.api.status_patches
+        for c in patch.get("status", {}).get("conditions", [])
+        if c["type"] == "DisruptionTarget"
+    }
+    assert messages == {"kube-pysched: preempting to accommodate a higher priority podgroup"}
+
+
+def test_a_lone_pods_victims_still_name_the_pod(h: Harness) -> None:
+    h.add_node(make_node("a", cpu="1"))
+    h.add_assigned_pod(running("low", "a"))
+    h.add_pod(make_pod("high", uid="uid-high", cpu="1", priority=10))
+    h.schedule_next()
+    h.api.wait_for(lambda: h.api.deletes == ["default/low"])
+    (event,) = [e for e in h.recorder.recorded if e.reason == "Preempted"]
+    assert (event.related, event.message) == ("default/high", "Preempted by pod uid-high on node a")
+
+
 def test_a_group_that_would_not_fit_even_after_preemption_evicts_nothing(h: Harness) -> None:
     for node in ("a", "b"):
         h.add_node(make_node(node, cpu="1"))

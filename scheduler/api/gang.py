@@ -334,6 +334,10 @@ class Gang:
     """metadata.generation (v1beta1): the observedGeneration of the conditions written."""
     conditions: tuple[PodGroupCondition, ...] = ()
     """status.conditions (v1beta1), as the informer last saw them."""
+    uid: str = ""
+    resource_version: str = field(default="", compare=False)
+    """metadata.uid and resourceVersion: a victim of the group's preemption names the PodGroup
+    by them (its Preempted event's related object)."""
 
     @property
     def is_gang(self) -> bool:
@@ -372,6 +376,8 @@ def gang_from_pod_group(group: PodGroup) -> Gang:
             else None
         ),
         created=group.created,
+        uid=group.uid,
+        resource_version=group.resource_version,
     )
 
 
@@ -401,6 +407,8 @@ def gang_from_kube_pod_group(group: KubePodGroup) -> Gang:
         preemption_policy=group.preemption_policy,
         generation=group.generation,
         conditions=group.conditions,
+        uid=group.uid,
+        resource_version=group.resource_version,
     )
 
 

@@ -39,6 +39,7 @@ import structlog
 
 from scheduler import metrics
 from scheduler.api.errors import ApiConnectionError, ApiError
+from scheduler.api.gang import Gang
 from scheduler.api.json_types import Json
 from scheduler.api.objects import Node, Pod
 from scheduler.client.api import KubeApi
@@ -88,11 +89,15 @@ class ObjectRef:
     resource_version: str = ""
 
     @classmethod
-    def of(cls, obj: Pod | Node | ObjectRef) -> ObjectRef:
+    def of(cls, obj: Pod | Node | Gang | ObjectRef) -> ObjectRef:
         if isinstance(obj, ObjectRef):
             return obj
         if isinstance(obj, Pod):
             return cls("Pod", obj.namespace, obj.name, obj.uid, "v1", obj.resource_version)
+        if isinstance(obj, Gang):  # a PodGroup of either API (its group/version)
+            return cls(
+                "PodGroup", obj.namespace, obj.name, obj.uid, obj.source.value, obj.resource_version
+            )
         return cls("Node", "", obj.name, obj.uid, "v1", obj.resource_version)
 
     def to_json(self) -> Json:
@@ -313,7 +318,7 @@ class EventRecorder:
     def eventf(
         self,
         regarding: Pod | Node | ObjectRef,
-        related: Pod | Node | ObjectRef | None,
+        related: Pod | Node | Gang | ObjectRef | None,
         event_type: str,
         reason: str,
         action: str,

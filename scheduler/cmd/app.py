@@ -46,7 +46,7 @@ from scheduler.client.ratelimit import TokenBucket
 from scheduler.client.rest import RestClient
 from scheduler.client.storage import StorageInformers
 from scheduler.clock import RealClock
-from scheduler.cmd import memtrace, shutdown
+from scheduler.cmd import heap, memtrace, shutdown
 from scheduler.cmd.auth import Authenticator, Authorizer, RequestGuard, TokenAuthenticator
 from scheduler.cmd.options import Options
 from scheduler.cmd.profiles import build_frameworks, build_queue
@@ -533,9 +533,14 @@ def run(options: Options, *, registry: Registry | None = None, install_signals: 
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
+    trimmer = heap.HeapTrimmer()
+    trimmer.announce()
     try:
         app.start()
-        app.stopped.wait()
+        # The main thread has nothing else to do: between waits it hands the C heap's free
+        # pages back (scheduler.cmd.heap: RSS stays flat under churn).
+        while not app.stopped.wait(heap.PERIOD):
+            trimmer.trim()
     finally:
         if app.lost_lease:
             app.abandon()

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.dra import ResourceClaim
-from scheduler.api.gang import GangRef
+from scheduler.api.gang import Gang, GangRef
 from scheduler.api.json_types import Json
 from scheduler.api.namespace import Namespace
 from scheduler.api.objects import Pod, PodDisruptionBudget
@@ -456,7 +456,7 @@ class EventRecorder(Protocol):
     def eventf(
         self,
         regarding: Pod,
-        related: Pod | None,
+        related: Pod | Gang | None,
         event_type: str,
         reason: str,
         action: str,

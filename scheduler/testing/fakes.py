@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from scheduler.api.dra import ResourceClaim, parse_resource_claim
+from scheduler.api.gang import Gang
 from scheduler.api.json_types import Json
 from scheduler.api.objects import Pod
 from scheduler.framework.nominations import Nominations
@@ -168,7 +169,8 @@ class FakeApi:
 
 
 class RecordedEvent(NamedTuple):
-    """One `eventf` call with every argument (pods as namespace/name keys)."""
+    """One `eventf` call with every argument (pods as namespace/name keys, a related pod group
+    as `PodGroup namespace/name`)."""
 
     regarding: str
     related: str | None
@@ -192,13 +194,17 @@ class FakeRecorder:
     def eventf(
         self,
         regarding: Pod,
-        related: Pod | None,
+        related: Pod | Gang | None,
         event_type: str,
         reason: str,
         action: str,
         message: str,
     ) -> None:
-        related_key = related.key if related is not None else None
+        related_key = None
+        if isinstance(related, Gang):
+            related_key = f"PodGroup {related.key}"
+        elif related is not None:
+            related_key = related.key
         self.recorded.append(
             RecordedEvent(regarding.key, related_key, event_type, reason, action, message)
         )

@@ -262,6 +262,23 @@ def test_object_ref_of_a_node_is_cluster_scoped() -> None:
     }
 
 
+def test_object_ref_of_a_pod_group_names_its_api() -> None:
+    """The related object of a group preemption's Preempted events (the PodGroup, as
+    kube-scheduler's recorder makes it from its scheme)."""
+    from scheduler.api.gang import gang_from_kube_pod_group, parse_kube_pod_group
+    from tests.api.kube_pod_groups import kube_pod_group_json
+
+    gang = gang_from_kube_pod_group(parse_kube_pod_group(kube_pod_group_json("g")))
+    assert ObjectRef.of(gang).to_json() == {
+        "kind": "PodGroup",
+        "namespace": "default",
+        "name": "g",
+        "uid": "uid-g",
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "resourceVersion": "7",
+    }
+
+
 def test_several_writes_are_in_flight_at_once(api: FakeEventsApi) -> None:
     """A slow API server must not make events queue behind a few writes at a time: as many
     creates as the scheduler has bindings in flight (64) meet at a barrier, which a recorder

@@ -29,6 +29,7 @@ import structlog
 from scheduler import metrics
 from scheduler.api.conditions import condition_update
 from scheduler.api.errors import ApiError
+from scheduler.api.gang import Gang
 from scheduler.api.objects import Pod
 from scheduler.framework.interface import Handle
 from scheduler.framework.preemption.victims import (
@@ -44,6 +45,9 @@ log = structlog.get_logger(__name__)
 OPERATION = "preemption"
 PREEMPTOR_TYPE = "pod"
 GROUP_PREEMPTOR_TYPE = "podgroup"
+# Where a pod group's victims' Preempted events say it goes: kube-scheduler's candidate for a
+# group is the whole cluster, named so.
+GROUP_DOMAIN = "cluster"
 # kube-scheduler runs each asynchronous preemption in a goroutine of its own and evicts its
 # victims with 16 workers each, so nothing waits for a free worker. Threads are dearer, but these
 # only wait on API calls: the pools are sized for the bursts a scheduling loop can produce
@@ -64,9 +68,44 @@ class _LastVictim:
     name: str
 
 
-def disruption_target_patch(victim: Pod, scheduler_name: str, now: float) -> dict[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    """Whom a victim's DisruptionTarget condition and Preempted event name, as kube-scheduler
+    v1.37's ExecutorPreemptor: a pod (`Preempted by pod <uid> on node <its node>`, the pod as
+    related object) or a pod group (`Preempted by podgroup <PodGroup uid> on node cluster`,
+    the PodGroup as related object), so a victim of a group names the group, not a member."""
+
+    type: str
+    """PREEMPTOR_TYPE or GROUP_PREEMPTOR_TYPE: the word the messages use."""
+    uid: str
+    scheduler_name: str
+    related: Pod | Gang
+    node_name: str
+    key: str
+    """namespace/name of the pod or the group, for logs."""
+
+    @classmethod
+    def of_pod(cls, pod: Pod, node_name: str) -> Preemptor:
+        return cls(PREEMPTOR_TYPE, pod.uid, pod.scheduler_name, pod, node_name, pod.key)
+
+    @classmethod
+    def of_group(cls, gang: Gang, members: list[Pod]) -> Preemptor:
+        """All members have one scheduler (a group is scheduled by one profile)."""
+        return cls(
+            GROUP_PREEMPTOR_TYPE,
+            gang.uid,
+            members[0].scheduler_name,
+            gang,
+            GROUP_DOMAIN,
+            gang.key,
+        )
+
+
+def disruption_target_patch(
+    victim: Pod, scheduler_name: str, now: float, preemptor_type: str = PREEMPTOR_TYPE
+) -> dict[str, Any] | None:
     """The status patch adding the DisruptionTarget condition, or None if the pod has it."""
-    message = f"{scheduler_name}: preempting to accommodate a higher priority pod"
+    message = f"{scheduler_name}: preempting to accommodate a higher priority {preemptor_type}"
     condition = condition_update(
         victim, DISRUPTION_TARGET, "True", REASON_PREEMPTION_BY_SCHEDULER, message, now
     )
@@ -161,7 +200,7 @@ class Executor:
         result = metrics.GOROUTINE_SUCCESS
         victims = self.claim_victims(candidate.victims)
         try:
-            error = self._preempt_all(candidate.node_name, preemptor, victims)
+            error = self._preempt_all(Preemptor.of_pod(preemptor, candidate.node_name), victims)
             if error is not None:
                 result = metrics.GOROUTINE_ERROR
                 return Status.as_error(error, self._plugin_name)
@@ -198,12 +237,13 @@ class Executor:
             self._victim_calls.shutdown(wait=False)
 
     def preempt_for_group(
-        self, members: list[Pod], victims: list[Pod], num_pdb_violations: int
+        self, gang: Gang, members: list[Pod], victims: list[Pod], num_pdb_violations: int
     ) -> Status | None:
-        """Evicts a group's victims (GroupEvaluator), each as for a preemptor on its own node;
-        the members are nominated by the caller. With asynchronous preemption the calls run
-        on a worker and every member is held by PreEnqueue until the last victim's deletion
-        has started. An error Status if an inline call fails."""
+        """Evicts a group's victims (GroupEvaluator), each event and condition naming the
+        group (Preemptor.of_group); the members are nominated by the caller. With
+        asynchronous preemption the calls run on a worker and every member is held by
+        PreEnqueue until the last victim's deletion has started. An error Status if an
+        inline call fails."""
         metrics.preemption_victims.observe(len(victims))
         if num_pdb_violations:
             metrics.preemption_pdb_violations.labels(GROUP_PREEMPTOR_TYPE).inc(num_pdb_violations)
@@ -212,18 +252,19 @@ class Executor:
         victims = self.claim_victims(victims)
         if not victims:
             return None
+        preemptor = Preemptor.of_group(gang, members)
         if self.async_enabled:
             self._submit(
                 members,
                 GROUP_PREEMPTOR_TYPE,
-                lambda: self._group_calls(members, victims),
+                lambda: self._group_calls(preemptor, members, victims),
                 victims,
                 victims_to_delete=len(victims),
             )
             return None
         start = time.perf_counter()
         try:
-            error = self._preempt_all(None, members[0], victims)
+            error = self._preempt_all(preemptor, victims)
         finally:
             self._release(victims)
         result = metrics.GOROUTINE_ERROR if error is not None else metrics.GOROUTINE_SUCCESS
@@ -232,17 +273,19 @@ class Executor:
         )
         return Status.as_error(error, self._plugin_name) if error is not None else None
 
-    def _group_calls(self, members: list[Pod], victims: list[Pod]) -> BaseException | None:
+    def _group_calls(
+        self, preemptor: Preemptor, members: list[Pod], victims: list[Pod]
+    ) -> BaseException | None:
         """As _async_calls without the nomination: all victims but the last, then the last,
         watched by every member's PreEnqueue."""
-        error = self._preempt_all(None, members[0], victims[:-1])
+        error = self._preempt_all(preemptor, victims[:-1])
         if error is not None:
             return error
         last = victims[-1]
         with self._lock:
             for member in members:
                 self._last_victim[member.uid] = _LastVictim(last.namespace, last.name)
-        return self._preempt_one(None, members[0], last)
+        return self._preempt_one(preemptor, last)
 
     # --- asynchronous -----------------------------------------------------------------------
 
@@ -314,13 +357,14 @@ class Executor:
         self._clear_lower_priority_nominations(candidate, preemptor)
         if not victims:
             return None
-        error = self._preempt_all(candidate.node_name, preemptor, victims[:-1])
+        named = Preemptor.of_pod(preemptor, candidate.node_name)
+        error = self._preempt_all(named, victims[:-1])
         if error is not None:
             return error
         last = victims[-1]
         with self._lock:
             self._last_victim[preemptor.uid] = _LastVictim(last.namespace, last.name)
-        return self._preempt_one(candidate.node_name, preemptor, last)
+        return self._preempt_one(named, last)
 
     def _revert_nomination(self, preemptor: Pod) -> None:
         self._handle.nominator.delete_nominated_pod_if_exists(preemptor)
@@ -332,31 +376,26 @@ class Executor:
 
     # --- shared -----------------------------------------------------------------------------
 
-    def _preempt_all(
-        self, node_name: str | None, preemptor: Pod, victims: list[Pod]
-    ) -> BaseException | None:
-        """Evicts `victims` in parallel; `node_name` is where the preemptor goes (None: a
-        group's members go to several nodes, so each victim's own node is named)."""
+    def _preempt_all(self, preemptor: Preemptor, victims: list[Pod]) -> BaseException | None:
+        """Evicts `victims` in parallel."""
         with self._lock:
             parallel = len(victims) > 1 and not self._closed
             if parallel:
                 futures = [
-                    self._victim_calls.submit(self._preempt_one, node_name, preemptor, victim)
+                    self._victim_calls.submit(self._preempt_one, preemptor, victim)
                     for victim in victims
                 ]
         if parallel:
             results = [f.result() for f in futures]
         else:
-            results = [self._preempt_one(node_name, preemptor, victim) for victim in victims]
+            results = [self._preempt_one(preemptor, victim) for victim in victims]
         errors = [err for err in results if err is not None]
         return errors[0] if errors else None
 
-    def _preempt_one(
-        self, node_name: str | None, preemptor: Pod, victim: Pod
-    ) -> BaseException | None:
+    def _preempt_one(self, preemptor: Preemptor, victim: Pod) -> BaseException | None:
         """Evicts one victim; None when it is preempted or already gone."""
         try:
-            self._evict(node_name or victim.node_name, preemptor, victim)
+            self._evict(preemptor, victim)
         except VictimGone:
             if v_enabled(2):
                 log.info("victim pod is already deleted", pod=preemptor.key, victim=victim.key)
@@ -367,8 +406,8 @@ class Executor:
             return err
         return None
 
-    def _evict(self, node_name: str, preemptor: Pod, victim: Pod) -> None:
-        message = f"Preempted by pod {preemptor.uid} on node {node_name}"
+    def _evict(self, preemptor: Preemptor, victim: Pod) -> None:
+        message = f"Preempted by {preemptor.type} {preemptor.uid} on node {preemptor.node_name}"
         waiting = self._handle.get_waiting_pod(victim.uid)
         if waiting is not None and waiting.preempt(self._plugin_name, "preempted"):
             if v_enabled(2):
@@ -376,7 +415,9 @@ class Executor:
             message += " (in kube-scheduler memory)."
         else:
             api = self._handle.api
-            patch = disruption_target_patch(victim, preemptor.scheduler_name, self.now())
+            patch = disruption_target_patch(
+                victim, preemptor.scheduler_name, self.now(), preemptor.type
+            )
             try:
                 if patch is not None:
                     api.patch_pod_status(victim, patch)
@@ -389,7 +430,7 @@ class Executor:
             if v_enabled(2):
                 log.info("preemptor pod preempted victim pod", pod=preemptor.key, victim=victim.key)
         self._handle.event_recorder.eventf(
-            victim, preemptor, "Normal", "Preempted", "Preempting", message
+            victim, preemptor.related, "Normal", "Preempted", "Preempting", message
         )
 
     def _clear_lower_priority_nominations(self, candidate: Candidate, preemptor: Pod) -> None:

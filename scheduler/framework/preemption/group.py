@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import structlog
 
 from scheduler import metrics
-from scheduler.api.gang import GangSource
+from scheduler.api.gang import Gang, GangSource
 from scheduler.api.objects import PREEMPT_NEVER, Pod, replace_pod
 from scheduler.framework.gang import PodGroupInfo
 from scheduler.framework.interface import GroupAssignments, Handle, ProposedAssignment
@@ -52,6 +52,8 @@ class GroupPreemptor:
     members: tuple[Pod, ...]
     priority: int
     never: bool
+    gang: Gang | None
+    """The PodGroup its victims' events name; None when it is gone (no preemption then)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +87,7 @@ class GroupEvaluator:
             never = never or gang.preemption_policy == PREEMPT_NEVER
         else:
             priority = min(m.priority for m in members)
-        return GroupPreemptor(group.name, tuple(members), priority, never)
+        return GroupPreemptor(group.name, tuple(members), priority, never, gang)
 
     def preempt(
         self,
@@ -96,6 +98,8 @@ class GroupEvaluator:
         preemptor = self.preemptor(group, members)
         if preemptor.never:
             return None, Status(Code.UNSCHEDULABLE, NOT_ELIGIBLE_NEVER)
+        if preemptor.gang is None:  # deleted while its members were being tried
+            return None, Status(Code.UNSCHEDULABLE, f"PodGroup {group.name} not found")
         if self._ongoing(preemptor):
             return {m.uid: m.nominated_node_name for m in members}, Status(Code.SUCCESS, ONGOING)
         start = time.perf_counter()
@@ -115,7 +119,7 @@ class GroupEvaluator:
                 nominations={a.pod.key: a.node_name for a in found.assignments},
             )
         error = self._executor.preempt_for_group(
-            [a.pod for a in found.assignments], victims, found.num_pdb_violations
+            preemptor.gang, [a.pod for a in found.assignments], victims, found.num_pdb_violations
         )
         if error is not None:
             return None, error
