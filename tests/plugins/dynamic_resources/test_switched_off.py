@@ -33,7 +33,7 @@ def switched_off(handle: FakeHandle) -> Any:
 def pre_filter(pod: Pod) -> Status | None:
     snap = make_snapshot([make_node("n1"), make_node("n2")])
     plugin = switched_off(FakeHandle(snap=snap, features=OFF))
-    _, status = plugin.pre_filter(CycleState(), pod, snap.node_info_list)
+    status: Status | None = plugin.pre_filter(CycleState(), pod, snap.node_info_list)[1]
     return status
 
 
