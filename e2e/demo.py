@@ -1,7 +1,11 @@
 """`make demo`: a local control plane, kwok nodes, kube-pysched, and a sample workload.
 
-Prints where each pod landed and, for the pods that wait, kube-pysched's own explanation (the
-PodScheduled condition message), then the metrics URL. With a terminal attached it keeps
+The GPU node publishes two GPUs in a ResourceSlice (created through the API, as scheduler_perf
+does: no driver runs) and a DeviceClass selects them; one pod claims a GPU through a
+ResourceClaimTemplate (kube-controller-manager generates its claim) and DynamicResources
+allocates it. Prints where each pod landed, the devices allocated to its claims and, for the
+pods that wait, kube-pysched's own explanation (the PodScheduled condition message), then the
+metrics URL. With a terminal attached it keeps
 everything running until Ctrl-C so the metrics can be browsed; `--exit` tears down at once.
 """
 
@@ -42,6 +46,73 @@ NODES: list[dict[str, Any]] = [
 ]
 
 GPU_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+GPU_NODE = "kwok-gpu-b"
+GPU_DRIVER = "gpu.example.com"
+RESOURCE_GROUP, RESOURCE_VERSION = "resource.k8s.io", "v1"
+
+
+def gpu_objects() -> list[tuple[str, dict[str, Any]]]:
+    """(plural, object) of resource.k8s.io/v1, cluster-scoped first: the GPU node's slice of
+    two GPUs, the class that selects them, and the template of a one-GPU claim."""
+    gpus = [
+        {
+            "name": f"gpu-{i}",
+            "attributes": {"model": {"string": "a100"}},
+            "capacity": {"memory": {"value": "40Gi"}},
+        }
+        for i in range(2)
+    ]
+    slice_ = {
+        "metadata": {"name": f"{GPU_NODE}-{GPU_DRIVER}"},
+        "spec": {
+            "driver": GPU_DRIVER,
+            "nodeName": GPU_NODE,
+            "pool": {"name": GPU_NODE, "generation": 1, "resourceSliceCount": 1},
+            "devices": gpus,
+        },
+    }
+    selector = {"cel": {"expression": f'device.driver == "{GPU_DRIVER}"'}}
+    device_class = {"metadata": {"name": "gpu"}, "spec": {"selectors": [selector]}}
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}
+    template = {
+        "metadata": {"name": "one-gpu"},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+    return [
+        ("resourceslices", slice_),
+        ("deviceclasses", device_class),
+        ("resourceclaimtemplates", template),
+    ]
+
+
+def create_gpu_objects(api: k8s.ApiClient) -> None:
+    custom = k8s.CustomObjectsApi(api)
+    for plural, body in gpu_objects():
+        if plural == "resourceclaimtemplates":
+            custom.create_namespaced_custom_object(
+                RESOURCE_GROUP, RESOURCE_VERSION, NAMESPACE, plural, body
+            )
+        else:
+            custom.create_cluster_custom_object(RESOURCE_GROUP, RESOURCE_VERSION, plural, body)
+
+
+def pod_devices(custom: k8s.CustomObjectsApi, pod: Any) -> str:
+    """The devices allocated to the pod's claims, as `driver/device`, comma-separated."""
+    names = [s.resource_claim_name for s in pod.status.resource_claim_statuses or ()]
+    names += [
+        c.resource_claim_name for c in pod.spec.resource_claims or () if c.resource_claim_name
+    ]
+    devices = []
+    for name in names:
+        if not name:
+            continue
+        claim = custom.get_namespaced_custom_object(
+            RESOURCE_GROUP, RESOURCE_VERSION, NAMESPACE, "resourceclaims", name
+        )
+        allocation = (claim.get("status") or {}).get("allocation") or {}
+        for result in (allocation.get("devices") or {}).get("results") or ():
+            devices.append(f"{result['driver']}/{result['device']}")
+    return ", ".join(devices)
 
 
 WEB_REPLICAS = 8
@@ -81,18 +152,20 @@ def one_per_node(name: str) -> dict[str, Any]:
     )
 
 
+def gpu_pod(name: str) -> dict[str, Any]:
+    """A pod that asks for one GPU through the `one-gpu` ResourceClaimTemplate."""
+    pod = pod_manifest(name, cpu="4", memory="8Gi", tolerations=[GPU_TOLERATION])
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return pod
+
+
 def workload() -> list[dict[str, Any]]:
     """A mix that exercises resources, selectors, taints, host ports, gates and affinity."""
     pods = [one_per_node(f"cache-{i}") for i in range(4)]
     pods += [
         pod_manifest("db-ssd", cpu="2", memory="8Gi", node_selector={"disk": "ssd"}),
-        pod_manifest(
-            "trainer",
-            cpu="4",
-            memory="8Gi",
-            tolerations=[GPU_TOLERATION],
-            node_selector={"accelerator": "gpu"},
-        ),
+        gpu_pod("trainer"),
         pod_manifest("ingress-1", host_port=8080),
         pod_manifest("ingress-2", host_port=8080),
         pod_manifest("zone-b-cache", cpu="500m", node_selector={ZONE: "b"}),
@@ -121,16 +194,26 @@ def wait_settled(core: k8s.CoreV1Api, count: int, timeout: float = 60.0) -> None
 
 
 def print_table(core: k8s.CoreV1Api) -> None:
-    rows = [("POD", "NODE", "PHASE", "WHY")]
+    custom = k8s.CustomObjectsApi(core.api_client)
+    rows = [("POD", "NODE", "PHASE", "DEVICES", "WHY")]
     for pod in sorted(core.list_namespaced_pod(NAMESPACE).items, key=lambda p: p.metadata.name):
         cond = pod_scheduled_condition(pod)
         why = ""
         if not pod.spec.node_name and cond is not None:
             why = f"{cond.reason}: {cond.message}"
-        rows.append((pod.metadata.name, pod.spec.node_name or "-", pod.status.phase or "", why))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        devices = pod_devices(custom, pod) if pod.spec.node_name else ""
+        rows.append(
+            (
+                pod.metadata.name,
+                pod.spec.node_name or "-",
+                pod.status.phase or "",
+                devices or "-",
+                why,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
-        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
+        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
 
 
 def print_spread(core: k8s.CoreV1Api) -> None:
@@ -165,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             core.create_namespace({"metadata": {"name": NAMESPACE}})
             wait_default_service_account(core, NAMESPACE)
+            create_gpu_objects(core.api_client)
             deployment, service = web_objects()
             core.create_namespaced_service(NAMESPACE, service)
             k8s.AppsV1Api(core.api_client).create_namespaced_deployment(NAMESPACE, deployment)

@@ -14,19 +14,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 
 from e2e.cluster.nodes import NodeFactory
 from e2e.replay import delete_all, replay, run_sequentially
 from e2e.test_scheduling import Factory, profile_config, unique
 from e2e.workload import pod_manifest
-from scheduler.plugins.missing import GUARDS
-
-pytestmark = pytest.mark.skipif(
-    any(name in ("InterPodAffinity", "PodTopologySpread") for name, _ in GUARDS),
-    reason="InterPodAffinity or PodTopologySpread is still a guard",
-)
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"

@@ -28,6 +28,7 @@ from e2e.cluster.pods import is_gone, is_running, wait_for_pod
 from e2e.conftest import Cluster
 from e2e.helm import DEPLOY_MANIFEST, Helm, HelmError, render_deploy
 from e2e.pysched import Pysched
+from e2e.test_dynamic_resources import FINALIZER, Resources
 from e2e.workload import pod_manifest
 
 pytestmark = pytest.mark.helm
@@ -275,6 +276,7 @@ def test_install_in_restricted_namespace_schedules_preempts_leads_and_uninstalls
     assert config["leaderElection"]["resourceNamespace"] == namespace
 
     classes = create_priority_classes(api_client, run)
+    dra = Resources(api_client)
     proc = Pysched(kubeconfig, config, workdir=tmp_path, name="chart-pysched")
     try:
         proc.start()
@@ -324,9 +326,11 @@ def test_install_in_restricted_namespace_schedules_preempts_leads_and_uninstalls
         assert core_v1.read_namespaced_pod("first", namespace).spec.node_name == (
             work_node.metadata.name
         )
+        place_gpu_pods(core_v1, dra, namespace, work_node.metadata.name, work, run)
     finally:
         proc.stop()
         delete_priority_classes(api_client, classes)
+        delete_gpu_driver(dra, run)
     log = proc.log_path.read_text()
     assert "leader" in log.lower(), proc.tail()
     # Paths are dropped first: pytest's numbered temp dirs (".../pytest-403/...") are not errors.
@@ -413,6 +417,73 @@ def failed_create_events(core: k8s.CoreV1Api, namespace: str) -> list[str]:
         for e in events
         if e.reason == "FailedCreate"
     ]
+
+
+def gpu_driver(run: str) -> str:
+    return f"gpu-{run}.chart.example.com"
+
+
+def place_gpu_pods(
+    core_v1: k8s.CoreV1Api,
+    dra: Resources,
+    namespace: str,
+    node_name: str,
+    work: dict[str, Any],
+    run: str,
+) -> None:
+    """DynamicResources (on by default) under the chart's RBAC: one pod's GPU through a
+    ResourceClaim (the claim's allocation, finalizer and reservation written), another's
+    through an extended resource backed by DRA (kube-pysched creates its claim and writes the
+    pod's extendedResourceClaimStatus)."""
+    driver = gpu_driver(run)
+    selector = {"cel": {"expression": f'device.driver == "{driver}"'}}
+    resource = f"example.com/gpu-{run}"
+    spec = {"selectors": [selector], "extendedResourceName": resource}
+    dra.create("deviceclasses", {"metadata": {"name": driver}, "spec": spec})
+    pool = {"name": node_name, "generation": 1, "resourceSliceCount": 1}
+    slice_spec = {
+        "driver": driver,
+        "nodeName": node_name,
+        "pool": pool,
+        "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}],
+    }
+    dra.create("resourceslices", {"metadata": {"name": driver}, "spec": slice_spec})
+    request = {"name": "gpu", "exactly": {"deviceClassName": driver}}
+    claim = {"metadata": {"name": "gpu"}, "spec": {"devices": {"requests": [request]}}}
+    dra.create("resourceclaims", claim, namespace)
+    by_claim = restricted(pod_manifest("gpu-claim", cpu="10m", **work))
+    by_claim["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    by_resource = restricted(
+        pod_manifest("gpu-resource", cpu="10m", extra_requests={resource: "1"}, **work)
+    )
+    for pod in (by_claim, by_resource):
+        core_v1.create_namespaced_pod(namespace, pod)
+        name = pod["metadata"]["name"]
+        bound = wait_for_pod(core_v1, namespace, name, is_running, timeout=60, what=name)
+        assert bound is not None and bound.spec.node_name == node_name
+    claims = {c["metadata"]["name"]: c for c in dra.list("resourceclaims", namespace)}
+    assert len(claims) == 2, sorted(claims)
+    devices = set()
+    for claim in claims.values():
+        assert FINALIZER in claim["metadata"]["finalizers"]
+        (result,) = claim["status"]["allocation"]["devices"]["results"]
+        devices.add((result["driver"], result["device"]))
+        (reserved,) = claim["status"]["reservedFor"]
+        assert reserved["resource"] == "pods"
+    assert devices == {(driver, "gpu-0"), (driver, "gpu-1")}
+    status = core_v1.read_namespaced_pod("gpu-resource", namespace).status
+    made = status.extended_resource_claim_status
+    assert made is not None and made.resource_claim_name in claims
+
+
+def delete_gpu_driver(dra: Resources, run: str) -> None:
+    driver = gpu_driver(run)
+    for plural in ("resourceslices", "deviceclasses"):
+        try:
+            dra.delete(plural, driver)
+        except k8s.ApiException as exc:
+            if exc.status != 404:
+                raise
 
 
 def create_priority_classes(api: k8s.ApiClient, run: str) -> dict[str, str]:

@@ -1,6 +1,6 @@
-"""The guards of missing plugins on the local control plane: kube-pysched never places a pod
-against a constraint it cannot check. A pod with a resource claim stays Pending with
-PodScheduled=False naming the missing plugin (DynamicResources), and a pod whose
+"""Pods kube-pysched cannot check wait, on the local control plane: with DynamicResources
+switched off (--feature-gates=PyschedDynamicResources=false) a pod with a resource claim stays
+Pending with PodScheduled=False naming the plugin and the switch, and a pod whose
 PersistentVolumeClaim does not exist stays Pending with the storage plugins' message, while
 other pods keep being scheduled; a configuration that enables a plugin this build does not have
 is refused at start.
@@ -28,10 +28,13 @@ from e2e.test_scheduling import (
 )
 from e2e.workload import pod_manifest
 
-GUARD_TEXT = "which the {} plugin checks; kube-pysched does not have that plugin yet"
+SWITCHED_OFF = (
+    "the pod uses resource claims, which the DynamicResources plugin checks; it is switched off "
+    "in this kube-pysched (--feature-gates=PyschedDynamicResources=false)"
+)
 
 
-def test_pods_needing_a_missing_plugin_wait_with_its_name_while_others_are_scheduled(
+def test_pods_needing_a_switched_off_plugin_wait_with_its_name_while_others_are_scheduled(
     core_v1: k8s.CoreV1Api,
     api_client: k8s.ApiClient,
     namespace: str,
@@ -41,7 +44,7 @@ def test_pods_needing_a_missing_plugin_wait_with_its_name_while_others_are_sched
     name = unique("pysched")
     group = unique("g")
     kwok_nodes(2, cpu="4", memory="8Gi", labels={"g": group})
-    pysched(profile_config(name))
+    pysched(profile_config(name), extra_args=["--feature-gates=PyschedDynamicResources=false"])
 
     def pod(pod_name: str) -> dict[str, object]:
         return pod_manifest(pod_name, scheduler_name=name, node_selector={"g": group})
@@ -60,7 +63,7 @@ def test_pods_needing_a_missing_plugin_wait_with_its_name_while_others_are_sched
     assert pvc.reason == claim.reason == "Unschedulable"
     # VolumeRestrictions (no longer a guard) reads the claim's access modes first.
     assert 'persistentvolumeclaim "data" not found' in pvc.message, pvc.message
-    assert GUARD_TEXT.format("DynamicResources") in claim.message, claim.message
+    assert SWITCHED_OFF in claim.message, claim.message
 
     others = [pod(f"plain-{i}") for i in range(5)]
     create(core_v1, namespace, others)

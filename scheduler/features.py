@@ -25,11 +25,23 @@ DEFAULTS: Mapping[str, bool] = {
     # pods' spec.schedulingGroup is read and scheduling.k8s.io/v1beta1 PodGroups are watched
     # (scheduler/client/gangs.py; docs/gang.md).
     "GenericWorkload": False,
-    # kube-pysched's own, off by default: DynamicResources is the real plugin
-    # (scheduler/plugins/dynamic_resources) instead of the guard that keeps pods with resource
-    # claims Pending (docs/dra.md).
-    "PyschedDynamicResources": False,
+    # GA and locked on since v1.35: kube-scheduler's DynamicResources plugin and the
+    # resource.k8s.io informers. Accepted as kube-scheduler accepts it (=true changes nothing,
+    # =false is refused); kube-pysched's own switch below is what turns the plugin off.
+    "DynamicResourceAllocation": True,
+    # kube-pysched's own, on by default as DynamicResourceAllocation: DynamicResources is the
+    # real plugin (scheduler/plugins/dynamic_resources). Off, a stand-in keeps pods with
+    # resource claims Pending and nothing of resource.k8s.io is watched (docs/dra.md).
+    "PyschedDynamicResources": True,
 }
+
+#: Gates kube-scheduler v1.37 locks to their default (LockToDefault): setting another value is
+#: an error, as component-base's featuregate.Set reports it.
+LOCKED_TO_DEFAULT: frozenset[str] = frozenset({"DynamicResourceAllocation"})
+
+
+def _go_bool(value: bool) -> str:
+    return "true" if value else "false"
 
 
 class FeatureGateError(ValueError):
@@ -37,7 +49,8 @@ class FeatureGateError(ValueError):
 
 
 class FeatureGates:
-    """Immutable set of gate values; unknown names are rejected, as kube-scheduler does."""
+    """Immutable set of gate values; unknown names and other values of a locked gate are
+    rejected, as kube-scheduler does."""
 
     def __init__(self, overrides: Mapping[str, bool] | None = None) -> None:
         values = dict(DEFAULTS)
@@ -45,6 +58,11 @@ class FeatureGates:
             if name not in DEFAULTS:
                 known = ", ".join(sorted(DEFAULTS))
                 raise FeatureGateError(f"unrecognized feature gate: {name} (known: {known})")
+            if name in LOCKED_TO_DEFAULT and value != DEFAULTS[name]:
+                raise FeatureGateError(
+                    f"cannot set feature gate {name} to {_go_bool(value)}, feature is locked "
+                    f"to {_go_bool(DEFAULTS[name])}"
+                )
             values[name] = value
         self._values = values
 

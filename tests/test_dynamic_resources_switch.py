@@ -1,6 +1,6 @@
-"""DynamicResources in the in-process scheduler: behind the PyschedDynamicResources switch the
-real plugin allocates a device, PreBind writes the claim and the pod is bound, and the next pod
-sees the device taken; with the switch off (the default) the guard keeps the pod Pending."""
+"""DynamicResources in the in-process scheduler: with the PyschedDynamicResources switch on (the
+default) the real plugin allocates a device, PreBind writes the claim and the pod is bound, and
+the next pod sees the device taken; with the switch off its stand-in keeps the pod Pending."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_switch_on_allocates_writes_the_claim_and_binds(on: Harness) -> None:
     assert "ns/b" not in on.api.binds
 
 
-def test_switch_off_keeps_the_guard(off: Harness) -> None:
+def test_switch_off_keeps_the_pod_pending(off: Harness) -> None:
     off.add_pod(pod("a", claims={"gpu": "c1"}, scheduler_name=PROFILE))
     off.schedule_next()
     off.api.wait_for(lambda: len(off.api.status_patches) == 1)
@@ -69,4 +69,4 @@ def test_switch_off_keeps_the_guard(off: Harness) -> None:
     assert off.api.resource_claim_writes == []
     ((_, reason, message),) = off.recorder.events
     assert reason == "FailedScheduling"
-    assert "kube-pysched does not have that plugin yet" in message
+    assert "--feature-gates=PyschedDynamicResources=false" in message

@@ -27,7 +27,6 @@ from e2e.cluster.controlplane import feature_gate_flags
 from e2e.cluster.readiness import get_text, tls_context
 from e2e.pysched import Pysched
 from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
-from scheduler.plugins.missing import GUARDS
 from scheduler.plugins.registry import in_tree_registry
 
 KUBE_SCHEDULER = "kube-scheduler"
@@ -39,10 +38,8 @@ SCHEDULER_PLUGINS = "scheduler-plugins"
 
 
 def pysched_missing_plugins() -> list[str]:
-    """kube-scheduler's default plugins that kube-pysched lacks: not registered, or
-    registered only as the guard that keeps pods needing them Pending."""
-    guarded = {name for name, _ in GUARDS}
-    available = set(in_tree_registry().keys()) - guarded
+    """kube-scheduler's default plugins that kube-pysched does not register."""
+    available = set(in_tree_registry().keys())
     return [name for name, _ in KUBE_SCHEDULER_MULTI_POINT if name not in available]
 
 

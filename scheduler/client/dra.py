@@ -19,7 +19,7 @@ from scheduler.api.dra import (
     parse_resource_claim,
 )
 from scheduler.api.dra_slices import ResourceSlice, parse_resource_slice
-from scheduler.api.errors import ApiError
+from scheduler.api.errors import ApiConnectionError, ApiError
 from scheduler.api.json_types import Json
 from scheduler.client.informer import Informer
 from scheduler.client.reflector import ListWatchSpec
@@ -40,6 +40,32 @@ DRA_KINDS: Mapping[str, tuple[str, Callable[[Any], Any]]] = {
     "resource.k8s.io/DeviceClass": (f"{GROUP}/deviceclasses", parse_device_class),
     DEVICE_TAINT_RULE: (f"{GROUP}/devicetaintrules", parse_device_taint_rule),
 }
+
+
+#: How long the start-up check waits for each answer (retries included).
+CHECK_WITHIN = 30.0
+
+
+def unavailable_kinds(rest: RestClient) -> list[str]:
+    """What of resource.k8s.io/v1 this process cannot list, one line per collection: a 404 (the
+    API server does not serve it) or a 403 (no permission). Checked once at start with a list
+    of one object per collection; any other failure (no connection, 5xx) decides nothing and
+    stops the check (the informers then retry it as usual)."""
+    problems: list[str] = []
+    for path, _parse in DRA_KINDS.values():
+        resource = path.rsplit("/", 1)[-1]
+        try:
+            rest.get(path, {"limit": 1}, within=CHECK_WITHIN)
+        except ApiError as err:
+            if err.not_found:
+                problems.append(f"{resource}: not served by the API server ({err})")
+            elif err.forbidden:
+                problems.append(f"{resource}: no permission to list ({err})")
+            else:
+                break
+        except ApiConnectionError:
+            break
+    return problems
 
 
 def resource_claim_path(namespace: str, name: str) -> str:

@@ -27,7 +27,7 @@ from scheduler.backend.cache import Cache, Snapshot
 from scheduler.client.api import KubeApi
 from scheduler.client.config import ConfigError as ClientConfigError
 from scheduler.client.config import load_client_config
-from scheduler.client.dra import DEVICE_TAINT_RULE, DRAInformers
+from scheduler.client.dra import DEVICE_TAINT_RULE, DRAInformers, unavailable_kinds
 from scheduler.client.events import EventRecorder
 from scheduler.client.gangs import GangInformers
 from scheduler.client.informer import (
@@ -69,6 +69,12 @@ from scheduler.scheduler import BINDING_WORKERS, Scheduler
 log = structlog.get_logger(__name__)
 
 SYNC_TIMEOUT = 300.0
+#: What an operator can do when resource.k8s.io/v1 cannot be listed (docs/operations.md).
+DRA_REMEDY = (
+    "serve resource.k8s.io/v1 (Kubernetes v1.34 or newer) and grant get/list/watch on "
+    "resourceclaims, resourceslices, deviceclasses and devicetaintrules (the chart's "
+    "ClusterRole), or run with --feature-gates=PyschedDynamicResources=false"
+)
 # The delegating authenticator's and authorizer's client: QPS 200, burst 400 (apiserver's
 # DelegatingAuthenticationOptions.getClient), never throttled behind the scheduler's calls.
 REVIEW_QPS = 200.0
@@ -79,6 +85,10 @@ GANG_EVENT_RESOURCES = {
     GangSource.SCHEDULER_PLUGINS: EventResource.POD_GROUP,
     GangSource.KUBERNETES: EventResource.KUBE_POD_GROUP,
 }
+
+
+class StartupError(RuntimeError):
+    """Start-up cannot go on: logged once at error level, and the process exits 1."""
 
 
 @dataclass
@@ -393,7 +403,7 @@ class App:
             informer.start()
         for informer in self._informers():
             if not informer.wait_for_sync(SYNC_TIMEOUT):
-                raise RuntimeError(f"timed out waiting for the {informer.name} informer to sync")
+                raise StartupError(f"timed out waiting for the {informer.name} informer to sync")
         frozen = gc_pauses.POLICY.freeze_synced_heap()
         log.info(
             "informers synced",
@@ -427,7 +437,22 @@ class App:
             log.error("leaderelection lost")
         self.stopped.set()
 
+    def check_apis(self) -> None:
+        """With DynamicResources built (the default), resource.k8s.io/v1 must be listable:
+        kube-scheduler's informers would log the list errors and wait for a sync that never
+        comes, with the scheduler never ready; kube-pysched says what is missing and exits."""
+        if self.dra is None:
+            return
+        problems = unavailable_kinds(self.rest)
+        if problems:
+            raise StartupError(
+                "DynamicResources cannot watch resource.k8s.io/v1: "
+                + "; ".join(problems)
+                + f". Exiting: {DRA_REMEDY}"
+            )
+
     def start(self) -> None:
+        self.check_apis()
         self.recorder.start()
         for server in self.servers:
             server.start()
@@ -506,7 +531,7 @@ class App:
 
 
 def run(options: Options, *, registry: Registry | None = None, install_signals: bool = True) -> int:
-    """Runs until SIGTERM/SIGINT (exit 0) or lost leadership (exit 1).
+    """Runs until SIGTERM/SIGINT (exit 0), lost leadership or a failed start (exit 1).
 
     Problems found while building the process (plugin args, kubeconfig, a taken port) are
     reported in one line and exit 1 before anything is started (so are unusable TLS files).
@@ -535,18 +560,22 @@ def run(options: Options, *, registry: Registry | None = None, install_signals: 
         signal.signal(signal.SIGINT, on_signal)
     trimmer = heap.HeapTrimmer()
     trimmer.announce()
+    failed = False
     try:
         app.start()
         # The main thread has nothing else to do: between waits it hands the C heap's free
         # pages back (scheduler.cmd.heap: RSS stays flat under churn).
         while not app.stopped.wait(heap.PERIOD):
             trimmer.trim()
+    except StartupError as err:
+        log.error(str(err))
+        failed = True
     finally:
         if app.lost_lease:
             app.abandon()
         else:
             app.stop()
-    code = 1 if app.lost_lease else 0
+    code = 1 if app.lost_lease or failed else 0
     if install_signals:
         # As kube-scheduler's klog.FlushAndExit: calls stuck on an unreachable API server must
         # not hold the exit (the thread pools' atexit joins would wait for each of them).

@@ -42,8 +42,7 @@ GATED_MULTI_POINT: tuple[tuple[str, str, int | None], ...] = (
 
 def default_plugins(features: FeatureGates | None = None) -> dict[str, PluginSet]:
     """kube-scheduler's MultiPoint defaults, all of them, and those its feature gates add
-    (`features`; None: the default gates): a default plugin this build lacks is registered as
-    a guard (plugins/missing), never dropped."""
+    (`features`; None: the default gates)."""
     gates = features or FeatureGates()
     enabled = [PluginEntry(n, w) for n, w in KUBE_SCHEDULER_MULTI_POINT]
     enabled += [PluginEntry(n, w) for gate, n, w in GATED_MULTI_POINT if gates.enabled(gate)]

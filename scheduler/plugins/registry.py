@@ -3,9 +3,7 @@ plugin-side module that reaches past the plugin API: it loads the entry points).
 
 from __future__ import annotations
 
-from typing import Any
-
-from scheduler.framework import Handle, Plugin, PluginSpec, Registry
+from scheduler.framework import PluginSpec, Registry
 from scheduler.framework.registry import load_entry_point_plugins
 from scheduler.plugins import (
     coscheduling,
@@ -15,7 +13,6 @@ from scheduler.plugins import (
     gang_scheduling,
     image_locality,
     inter_pod_affinity,
-    missing,
     node_affinity,
     node_declared_features,
     node_name,
@@ -52,6 +49,8 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
     (node_volume_limits.NAME, node_volume_limits.SPEC),
     (volume_binding.NAME, volume_binding.SPEC),
     (volume_zone.NAME, volume_zone.SPEC),
+    # Or its stand-in with PyschedDynamicResources=false (scheduler/plugins/dynamic_resources).
+    (dynamic_resources.NAME, dynamic_resources.SPEC),
     # scheduler-plugins' (not a default plugin: a profile enables it, queueSort included).
     (coscheduling.NAME, coscheduling.SPEC),
     # kube-scheduler's, for Kubernetes' v1beta1 PodGroups (default with GenericWorkload on).
@@ -59,39 +58,16 @@ _IN_TREE: tuple[tuple[str, PluginSpec], ...] = (
 )
 
 
-#: kube-pysched's switch between the DynamicResources guard (off, the default) and the real
-#: plugin (on), until its comparison with kube-scheduler on a control plane exists (docs/dra.md).
-DRA_SWITCH = "PyschedDynamicResources"
-
-
-def _guards() -> dict[str, PluginSpec]:
-    """The guards, DynamicResources' behind its switch: args are decoded as the real plugin
-    decodes them either way (kube-scheduler validates DynamicResourcesArgs), and the switch
-    picks what is built."""
-    guards = dict(missing.GUARDS)
-    guard = guards[dynamic_resources.NAME]
-    real = dynamic_resources.SPEC
-
-    def build(args: Any, handle: Handle) -> Plugin:
-        if handle.features.enabled(DRA_SWITCH):
-            return real.factory(args, handle)
-        return guard.factory(args, handle)
-
-    guards[dynamic_resources.NAME] = PluginSpec(build, real.decode_args, guard.implements)
-    return guards
+#: kube-pysched's switch between DynamicResources (on, the default) and its stand-in (off).
+DRA_SWITCH = dynamic_resources.SWITCH
 
 
 def in_tree_registry() -> Registry:
-    """Every built-in plugin under the name kube-scheduler gives it, so configs carry over, and
-    a guard under the name of each default plugin this build does not have yet."""
-    return Registry(dict(_IN_TREE)).merge(_guards())
+    """Every built-in plugin under the name kube-scheduler gives it, so configs carry over."""
+    return Registry(dict(_IN_TREE))
 
 
 def full_registry() -> Registry:
-    """In-tree plugins and those installed under the `kube_pysched.plugins` entry point group;
-    an installed plugin replaces the guard of a missing default plugin of the same name."""
-    installed = load_entry_point_plugins()
-    in_tree = Registry(dict(_IN_TREE)).merge(
-        {name: spec for name, spec in _guards().items() if name not in installed}
-    )
-    return in_tree.merge(installed)
+    """In-tree plugins and those installed under the `kube_pysched.plugins` entry point group
+    (an installed plugin may not take an in-tree plugin's name)."""
+    return in_tree_registry().merge(load_entry_point_plugins())

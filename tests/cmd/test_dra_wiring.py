@@ -1,8 +1,8 @@
-"""The process wiring of DynamicResources (scheduler/cmd/app.py): with the
-PyschedDynamicResources switch on, the default profile's DynamicResources watches the four
+"""The process wiring of DynamicResources (scheduler/cmd/app.py): by default (the
+PyschedDynamicResources switch on) the default profile's DynamicResources watches the four
 resource.k8s.io kinds, a claim's arrival reaches the claim tracker and is a cluster event, and a
-DeviceTaintRule's is a ResourceSlice update; with it off nothing of resource.k8s.io is watched.
-Nothing is started: the informers' stores are fed directly."""
+DeviceTaintRule's is a ResourceSlice update; with the switch off nothing of resource.k8s.io is
+watched. Nothing is started: the informers' stores are fed directly."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _app(gates: dict[str, bool]) -> App:
 
 @pytest.fixture
 def app_on() -> Iterator[App]:
-    app = _app({DRA_SWITCH: True})
+    app = _app({})
     yield app
     app.stop()
 
@@ -45,7 +45,7 @@ def _handled(label: str) -> float:
     return value or 0.0
 
 
-def test_switch_on_watches_resource_kinds_and_feeds_the_tracker(app_on: App) -> None:
+def test_default_watches_resource_kinds_and_feeds_the_tracker(app_on: App) -> None:
     assert app_on.dra is not None
     informers, manager = app_on.dra
     assert sorted(informers.informers) == [
@@ -82,7 +82,7 @@ def test_switch_on_watches_resource_kinds_and_feeds_the_tracker(app_on: App) -> 
 
 
 def test_switch_off_watches_nothing_of_resource_k8s_io() -> None:
-    app = _app({})
+    app = _app({DRA_SWITCH: False})
     try:
         assert app.dra is None
     finally:

@@ -26,7 +26,7 @@ def restore_structlog() -> Iterator[None]:
     reset_logging()
 
 
-#: Every default plugin name: the default profile needs each registered (or guarded).
+#: Every default plugin name: the default profile needs each registered.
 PLUGINS = tuple(name for name, _ in KUBE_SCHEDULER_MULTI_POINT)
 
 
@@ -198,6 +198,10 @@ def test_exit_code_is_app_runs(fake_registry: object, run_result: Callable[[int]
         (["--leader-elect=maybe"], "expected true or false"),
         (["--feature-gates", "Nope=true"], "unrecognized feature gate: Nope"),
         (["--feature-gates", "SchedulerQueueingHints"], "expected Name=true|false"),
+        (
+            ["--feature-gates", "DynamicResourceAllocation=false"],
+            "cannot set feature gate DynamicResourceAllocation to false, feature is locked to true",
+        ),
         (["stray"], "unrecognized arguments: stray"),
     ],
 )

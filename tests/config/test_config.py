@@ -15,7 +15,7 @@ from scheduler.features import FeatureGates
 from scheduler.framework.profile_spec import PluginRef
 from scheduler.plugins.registry import in_tree_registry
 
-#: What the build registers: the in-tree plugins and the guards of missing default plugins.
+#: What the build registers: the in-tree plugins.
 AVAILABLE = set(in_tree_registry())
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 

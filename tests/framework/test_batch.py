@@ -14,6 +14,7 @@ import pytest
 
 from scheduler import metrics
 from scheduler.api.objects import Pod
+from scheduler.api.parse import parse_pod
 from scheduler.config import load_config
 from scheduler.config.load import parse_config
 from scheduler.features import FeatureGates
@@ -27,6 +28,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import make_node, make_pod
+from scheduler.testing.builders import pod_json
 from scheduler.testing.harness import Harness, profile_spec, registry
 
 _names = itertools.count()
@@ -167,9 +169,9 @@ def test_pods_whose_placement_depends_on_other_pods_are_not_signed(
 
 
 def test_pods_with_resource_claims_are_not_signed(signer: Harness) -> None:
-    p = make_pod("p", cpu="1", scheduler_name=signer.fwk.profile_name)
-    claimed = Pod(**{**_fields(p), "resource_claims": ("gpu",)})
-    assert signer.fwk.sign_pod(claimed) is None
+    raw = pod_json("p", cpu="1", scheduler_name=signer.fwk.profile_name)
+    raw["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    assert signer.fwk.sign_pod(parse_pod(raw)) is None
 
 
 def _fields(p: Pod) -> dict[str, Any]:

@@ -42,9 +42,6 @@ KUBE_SCHEDULER_NAMES = {
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
-}
-#: Default plugins of kube-scheduler this build does not have yet: registered as guards.
-GUARDED = {
     "DynamicResources",
 }
 # Registered in-tree, not part of any default profile (scheduler-plugins' names).
@@ -56,7 +53,7 @@ GATED = {"GangScheduling"}
 
 
 def test_in_tree_registry_names() -> None:
-    assert set(registry.in_tree_registry()) == KUBE_SCHEDULER_NAMES | GUARDED | OPT_IN | GATED
+    assert set(registry.in_tree_registry()) == KUBE_SCHEDULER_NAMES | OPT_IN | GATED
 
 
 def test_every_gated_default_plugin_is_registered() -> None:
@@ -64,7 +61,7 @@ def test_every_gated_default_plugin_is_registered() -> None:
 
 
 def test_every_default_plugin_of_kube_scheduler_is_registered() -> None:
-    assert {name for name, _ in KUBE_SCHEDULER_MULTI_POINT} == KUBE_SCHEDULER_NAMES | GUARDED
+    assert {name for name, _ in KUBE_SCHEDULER_MULTI_POINT} == KUBE_SCHEDULER_NAMES
 
 
 @pytest.mark.parametrize("name", sorted(KUBE_SCHEDULER_NAMES | GATED))
@@ -113,17 +110,7 @@ def test_full_registry_adds_entry_points_and_refuses_shadowing(
     extra = PluginSpec(lambda _args, _handle: object())  # type: ignore[arg-type,return-value]
     monkeypatch.setattr(registry, "load_entry_point_plugins", lambda: Registry({"Extra": extra}))
     full = registry.full_registry()
-    assert set(full) == KUBE_SCHEDULER_NAMES | GUARDED | OPT_IN | GATED | {"Extra"}
+    assert set(full) == KUBE_SCHEDULER_NAMES | OPT_IN | GATED | {"Extra"}
     monkeypatch.setattr(registry, "load_entry_point_plugins", lambda: Registry({"NodeName": extra}))
     with pytest.raises(RegistryError, match="NodeName"):
         registry.full_registry()
-
-
-def test_an_installed_plugin_replaces_the_guard_of_a_missing_default_plugin(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    mine = PluginSpec(lambda _args, _handle: object())  # type: ignore[arg-type,return-value]
-    monkeypatch.setattr(
-        registry, "load_entry_point_plugins", lambda: Registry({"DynamicResources": mine})
-    )
-    assert registry.full_registry()["DynamicResources"] is mine

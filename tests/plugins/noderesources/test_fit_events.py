@@ -15,10 +15,15 @@ def _events(**gates: bool) -> list[ClusterEvent]:
     return [e.event for e in build_fit(None, **gates).events_to_register()]
 
 
+#: DRAExtendedResource (GA in v1.37): a DeviceClass may come to serve an extended resource.
+DEVICE_CLASS = ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)
+
+
 def test_events_with_hints_and_in_place_resize() -> None:
     assert _events() == [
         ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
         ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+        DEVICE_CLASS,
         ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN),
         ClusterEvent(EventResource.TARGET_POD, ActionType.UPDATE_POD_SCALE_DOWN),
     ]
@@ -35,7 +40,12 @@ def test_events_without_resize_or_hints() -> None:
     assert events == [
         ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE),
         ClusterEvent(EventResource.NODE, node_actions),
+        DEVICE_CLASS,
     ]
+
+
+def test_no_device_class_event_with_dynamic_resources_switched_off() -> None:
+    assert DEVICE_CLASS not in _events(PyschedDynamicResources=False)
 
 
 def test_node_change_hint_needs_a_fitting_node_with_more_room() -> None:
