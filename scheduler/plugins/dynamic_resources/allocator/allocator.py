@@ -14,6 +14,7 @@ from scheduler.framework import DeviceClass, ResourceClaim, ResourceSlice
 
 from ..cel import SelectorCache
 from .pools import Pool, gather_pools
+from .pools_stable import gather_pools_stable
 from .result import allocation_results
 from .search import PoolKey, Search, Stop
 from .types import AllocatedState, AllocationError, Features, NodeAllocationError
@@ -56,6 +57,8 @@ class Allocator:
 
     def pools_for(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
         """The node's pools in search order (the view a caller may cache per node)."""
+        if self.features.stable:
+            return gather_pools_stable(self.all_slices, node_name, labels, self.features)
         slices = [*self.on_node.get(node_name, ()), *self.shared]
         return gather_pools(slices, node_name, labels, self.features, self.all_slices)
 

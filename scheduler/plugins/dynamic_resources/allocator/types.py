@@ -30,6 +30,13 @@ class Features:
     consumable_capacity: bool = True
     binding_conditions: bool = True
 
+    @property
+    def stable(self) -> bool:
+        """Whether upstream's NewAllocator picks its "stable" variant for these features: the
+        first variant that supports every feature on, and "stable" supports neither consumable
+        capacity nor binding conditions (structured/allocator.go)."""
+        return not (self.consumable_capacity or self.binding_conditions)
+
 
 @dataclass(frozen=True, slots=True)
 class AllocatedState:
