@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from scheduler.features_dra import DRA_DEFAULTS, DRA_LOCKED, dra_refusal
+
 # name -> default. Only gates that change kube-pysched's behaviour are listed.
 DEFAULTS: Mapping[str, bool] = {
     "SchedulerQueueingHints": True,
@@ -29,6 +31,8 @@ DEFAULTS: Mapping[str, bool] = {
     # (scheduler/plugins/dynamic_resources) instead of the guard that keeps pods with resource
     # claims Pending (docs/dra.md).
     "PyschedDynamicResources": False,
+    # DynamicResources' gates (scheduler/features_dra.py, docs/dra.md "Feature gates").
+    **DRA_DEFAULTS,
 }
 
 
@@ -45,7 +49,15 @@ class FeatureGates:
             if name not in DEFAULTS:
                 known = ", ".join(sorted(DEFAULTS))
                 raise FeatureGateError(f"unrecognized feature gate: {name} (known: {known})")
+            if name in DRA_LOCKED and value != DEFAULTS[name]:
+                raise FeatureGateError(
+                    f"cannot set feature gate {name} to {str(value).lower()}, feature is "
+                    f"locked to {str(DEFAULTS[name]).lower()}"
+                )
             values[name] = value
+        refusal = dra_refusal(values)
+        if refusal is not None:
+            raise FeatureGateError(refusal)
         self._values = values
 
     @classmethod

@@ -17,7 +17,7 @@ from .pools import Pool, gather_pools
 from .pools_stable import gather_pools_stable
 from .result import allocation_results
 from .search import PoolKey, Search, Stop
-from .types import AllocatedState, AllocationError, Features, NodeAllocationError
+from .types import AllocatedState, AllocationError, Deadline, Features, NodeAllocationError
 
 # Each device of a request adds two frames to the search; 32 devices per claim are allowed.
 _RECURSION_HEADROOM = 4000
@@ -68,9 +68,11 @@ class Allocator:
         labels: Mapping[str, str],
         claims: Sequence[ResourceClaim],
         pools: list[Pool] | None = None,
+        deadline: Deadline | None = None,
     ) -> Outcome:
         """Allocates the claims, in order, on the node; raises AllocationError on bad input
-        (NodeAllocationError when only this node is affected)."""
+        (NodeAllocationError when only this node is affected), AllocationTimeout when the
+        deadline passes during the search."""
         if pools is None:
             pools = self.pools_for(node_name, labels)
         search = Search(
@@ -84,6 +86,7 @@ class Allocator:
             pools,
             self.available_counters,
         )
+        search.deadline = deadline
         search.prepare()
         limit = sys.getrecursionlimit()
         if limit < _RECURSION_HEADROOM:

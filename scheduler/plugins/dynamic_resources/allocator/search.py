@@ -30,7 +30,7 @@ from ..cel import CELError, SelectorCache
 from . import capacity as cap
 from .constraints import Constraint, DistinctAttribute, MatchAttribute
 from .pools import Pool
-from .types import AllocatedState, AllocationError, DeviceID, Features
+from .types import AllocatedState, AllocationError, AllocationTimeout, Deadline, DeviceID, Features
 
 #: A pool's identity (driver, pool name): upstream's PoolID.
 PoolKey = tuple[str, str]
@@ -121,6 +121,7 @@ class Search:
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self.results: list[list[DeviceResult]] = [[] for _ in claims]
         self.steps = 0
+        self.deadline: Deadline | None = None
 
     # --- preparation ------------------------------------------------------------------------
 
@@ -384,6 +385,9 @@ class Search:
         """Whether the rest can be allocated from here (allocateOne); raises Stop when the
         result-size limit makes every choice of the current request fail."""
         self.steps += 1
+        # Checked at every step, as upstream checks its context (filterTimeout).
+        if self.deadline is not None and self.deadline[0]() >= self.deadline[1]:
+            raise AllocationTimeout
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]
