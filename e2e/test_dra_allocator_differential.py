@@ -66,13 +66,6 @@ def oracle() -> Iterator[Oracle]:
         yield running
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with DRAConsumableCapacity and DRADeviceBindingConditions both off upstream runs "
-    "its 'stable' allocator (no distinctAttribute, capacity requests ignored, other pool "
-    "gathering), which kube-pysched does not follow: 2 of 300 seeded cases (seed 1: "
-    "generate_case(1, 188), generate_case(1, 269)); strict, so the mark must go once they agree",
-)
 def test_python_allocator_answers_as_upstream(oracle: Oracle) -> None:
     allocate_case = _allocate_case()
     differing: list[tuple[int, str, JSON, JSON, object]] = []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from scheduler.features_dra import DRA_DEFAULTS, DRA_LOCKED, dra_refusal
+
 # name -> default. Only gates that change kube-pysched's behaviour are listed.
 DEFAULTS: Mapping[str, bool] = {
     "SchedulerQueueingHints": True,
@@ -25,23 +27,14 @@ DEFAULTS: Mapping[str, bool] = {
     # pods' spec.schedulingGroup is read and scheduling.k8s.io/v1beta1 PodGroups are watched
     # (scheduler/client/gangs.py; docs/gang.md).
     "GenericWorkload": False,
-    # GA and locked on since v1.35: kube-scheduler's DynamicResources plugin and the
-    # resource.k8s.io informers. Accepted as kube-scheduler accepts it (=true changes nothing,
-    # =false is refused); kube-pysched's own switch below is what turns the plugin off.
-    "DynamicResourceAllocation": True,
     # kube-pysched's own, on by default as DynamicResourceAllocation: DynamicResources is the
     # real plugin (scheduler/plugins/dynamic_resources). Off, a stand-in keeps pods with
     # resource claims Pending and nothing of resource.k8s.io is watched (docs/dra.md).
     "PyschedDynamicResources": True,
+    # DynamicResources' gates (scheduler/features_dra.py, docs/dra.md "Feature gates"), with
+    # DynamicResourceAllocation: GA and locked on since v1.35 (=false is refused).
+    **DRA_DEFAULTS,
 }
-
-#: Gates kube-scheduler v1.37 locks to their default (LockToDefault): setting another value is
-#: an error, as component-base's featuregate.Set reports it.
-LOCKED_TO_DEFAULT: frozenset[str] = frozenset({"DynamicResourceAllocation"})
-
-
-def _go_bool(value: bool) -> str:
-    return "true" if value else "false"
 
 
 class FeatureGateError(ValueError):
@@ -58,12 +51,15 @@ class FeatureGates:
             if name not in DEFAULTS:
                 known = ", ".join(sorted(DEFAULTS))
                 raise FeatureGateError(f"unrecognized feature gate: {name} (known: {known})")
-            if name in LOCKED_TO_DEFAULT and value != DEFAULTS[name]:
+            if name in DRA_LOCKED and value != DEFAULTS[name]:
                 raise FeatureGateError(
-                    f"cannot set feature gate {name} to {_go_bool(value)}, feature is locked "
-                    f"to {_go_bool(DEFAULTS[name])}"
+                    f"cannot set feature gate {name} to {str(value).lower()}, feature is "
+                    f"locked to {str(DEFAULTS[name]).lower()}"
                 )
             values[name] = value
+        refusal = dra_refusal(values)
+        if refusal is not None:
+            raise FeatureGateError(refusal)
         self._values = values
 
     @classmethod

@@ -312,10 +312,13 @@ class DRAManager:
     def slices_with_taint_rules(self) -> list[ResourceSlice]:
         return self.slices_and_revision()[1]
 
-    def slices_and_revision(self) -> tuple[int, list[ResourceSlice]]:
-        """The slices with DeviceTaintRules applied and the revision they are of: what is
-        derived from them (a node's pools) may be kept under that revision."""
+    def slices_and_revision(self, taint_rules: bool = True) -> tuple[int, list[ResourceSlice]]:
+        """The slices with DeviceTaintRules applied (unless `taint_rules` is off: the
+        DRADeviceTaintRules gate) and the revision they are of: what is derived from them (a
+        node's pools) may be kept under that revision."""
         revision = self.source.slices_revision()
+        if not taint_rules:
+            return revision, self.source.slices()
         with self._slices_lock:
             if self._patched is not None and self._patched[0] == revision:
                 return self._patched

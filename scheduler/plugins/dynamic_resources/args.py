@@ -27,6 +27,9 @@ class DynamicResourcesArgs:
     """Seconds one node's allocation may take in Filter; 0 disables the bound."""
     binding_timeout: float = DEFAULT_BINDING_TIMEOUT
     """Seconds PreBind waits for devices' binding conditions."""
+    filter_timeout_set: bool = False
+    binding_timeout_set: bool = False
+    """Whether the config set them: a timeout whose gate is off may not be set."""
 
 
 def _duration(raw: Mapping[str, Any], key: str, default: float) -> float:
@@ -53,4 +56,9 @@ def decode_args(raw: Mapping[str, Any] | None) -> DynamicResourcesArgs:
     if binding_timeout < 1:
         errs.invalid(BINDING_TIMEOUT, args[BINDING_TIMEOUT], "must be at least 1 second")
     errs.raise_if_any()
-    return DynamicResourcesArgs(filter_timeout, binding_timeout)
+    return DynamicResourcesArgs(
+        filter_timeout,
+        binding_timeout,
+        filter_timeout_set=args.get(FILTER_TIMEOUT) is not None,
+        binding_timeout_set=args.get(BINDING_TIMEOUT) is not None,
+    )

@@ -84,10 +84,15 @@ class ClaimBinder:
     """Writes Reserve's allocations and the pod's reservations (through the Handle's API
     calls) and waits for binding conditions."""
 
-    def __init__(self, handle: Handle, dra: DRAManager, binding_timeout: float) -> None:
+    def __init__(
+        self, handle: Handle, dra: DRAManager, binding_timeout: float, binding_conditions: bool
+    ) -> None:
         self.handle = handle
         self.dra = dra
         self.binding_timeout = binding_timeout
+        #: DRADeviceBindingConditions and DRAResourceClaimDeviceStatus: without them no
+        #: allocation time is written, nothing is waited for and no binding blocks a claim.
+        self.binding_conditions = binding_conditions
         self._stop = threading.Event()
 
     def timed_out(self, claim: ResourceClaim) -> bool:
@@ -102,6 +107,8 @@ class ClaimBinder:
     def blocked(self, claim: ResourceClaim) -> bool:
         """Filter's check of an allocated claim: its binding failed or timed out (PostFilter
         may then deallocate it)."""
+        if not self.binding_conditions:
+            return False
         try:
             ready = claim_ready(claim)
         except BindingFailedError:
@@ -131,7 +138,7 @@ class ClaimBinder:
             allocation = allocations[index]
             try:
                 updated = self.handle.api.reserve_resource_claim(
-                    claim, allocation, consumer(pod), allocation_timestamp=True
+                    claim, allocation, consumer(pod), allocation_timestamp=self.binding_conditions
                 )
             except Exception as err:
                 return Status.as_error(err)
@@ -141,6 +148,8 @@ class ClaimBinder:
                 written.append(claim.uid)
         for uid in written:
             self.dra.claims.maybe_remove_pending_allocation(uid, force=True)
+        if not self.binding_conditions:
+            return None
         if not any(r.get("bindingConditions") for c in claims for r in _results(c)):
             return None
         self.handle.event_recorder.eventf(

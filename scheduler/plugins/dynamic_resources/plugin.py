@@ -13,7 +13,8 @@ import contextlib
 import dataclasses
 import random
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,8 +43,8 @@ from scheduler.plugins.dynamic_resources import extended, hints
 from scheduler.plugins.dynamic_resources.allocator import (
     AllocatedState,
     AllocationError,
+    AllocationTimeout,
     Allocator,
-    Features,
     NodeAllocationError,
     Pool,
 )
@@ -56,6 +57,7 @@ from scheduler.plugins.dynamic_resources.claims import (
     is_reserved_for_pod,
     pod_claims,
 )
+from scheduler.plugins.dynamic_resources.gates import plugin_gates
 from scheduler.plugins.helper.scores import default_normalize_score
 
 NAME = "DynamicResources"
@@ -118,9 +120,14 @@ class DynamicResources:
         self.args = args
         self.handle = handle
         self.dra: DRAManager = handle.dra()
-        self.features = Features()
+        self.gates = plugin_gates(handle.features, args)
+        self.features = self.gates.allocator
+        #: The clock filterTimeout is measured on (replaceable, so tests need no real time).
+        self.clock: Callable[[], float] = time.monotonic
         self.selectors = SelectorCache(CEL_CACHE_SIZE)
-        self.binder = ClaimBinder(handle, self.dra, args.binding_timeout)
+        self.binder = ClaimBinder(
+            handle, self.dra, args.binding_timeout, self.gates.binding_conditions
+        )
         #: Each node's pools (what the allocator searches), by node name: (slices revision,
         #: node labels, pools). Pools depend on the slices and the node only, so they are
         #: gathered once per node until a slice, a DeviceTaintRule or the node's labels change,
@@ -190,13 +197,15 @@ class DynamicResources:
                 return None, status
         if to_allocate:
             allocated = self.dra.claims.gather_allocated_state()
-            s.slices_revision, slices = self.dra.slices_and_revision()
+            s.slices_revision, slices = self.dra.slices_and_revision(self.gates.taint_rules)
+            # Without consumable capacity upstream lists the allocated devices only.
+            consumable = self.gates.consumable_capacity
             s.allocator = Allocator(
                 self.features,
                 AllocatedState(
                     frozenset(allocated.devices),  # type: ignore[arg-type]
-                    frozenset(allocated.shared),  # type: ignore[arg-type]
-                    allocated.capacity,  # type: ignore[arg-type]
+                    frozenset(allocated.shared if consumable else ()),  # type: ignore[arg-type]
+                    allocated.capacity if consumable else {},  # type: ignore[arg-type]
                 ),
                 self.dra.device_classes(),
                 slices,
@@ -275,9 +284,14 @@ class DynamicResources:
                 for i in indices
             ]
             wanted = [c for c in claims if c is not None]
+            timeout = self.gates.filter_timeout
+            deadline = None if timeout is None else (self.clock, self.clock() + timeout)
             try:
                 pools = self._node_pools(s, node.name, node.labels)
-                outcome = s.allocator.allocate(node.name, node.labels, wanted, pools)
+                outcome = s.allocator.allocate(node.name, node.labels, wanted, pools, deadline)
+            except AllocationTimeout:
+                # Potentially transient: an error, so the pod retries through backoff.
+                return Status(Code.ERROR, f"node {node.name}: timed out trying to allocate devices")
             except NodeAllocationError as err:
                 return _unschedulable(str(err))
             except AllocationError as err:

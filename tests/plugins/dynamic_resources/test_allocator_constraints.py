@@ -39,6 +39,8 @@ INT, VERSION = f"{A}/numa", f"{A}/driverVersion"
 STRING, BOOL = f"{A}/stringAttribute", f"{A}/boolAttribute"
 LOCAL = local_node_selector(N1)
 PL = features(prioritizedList=True)
+#: distinctAttribute needs the default allocator variant, selected here as in upstream's tests.
+CC = features(consumableCapacity=True)
 
 
 def mem(q: str) -> dict[str, Any]:
@@ -228,8 +230,20 @@ CASES: dict[str, tuple[dict[str, Any], Any]] = {
                 )
             ],
             node(N1, R1),
+            CC,
         ),
         [allocation(LOCAL, result("req-0", A, P1, "device-1"), result("req-0", A, P1, "device-3"))],
+    ),
+    "distinct-attribute-unknown-to-the-stable-variant": (
+        # With consumable capacity and binding conditions off upstream runs its "stable"
+        # allocator, which has no distinctAttribute.
+        case(
+            [claim("claim-0", request("req-0", CA, 2), constraints=[distinct(INT)])],
+            [device_class(CA, A)],
+            [slice_("slice-1", N1, P1, A, device("device-1"), device("device-2"))],
+            node(N1, R1),
+        ),
+        Error("claim claim-0, constraint #0: empty constraint (unsupported constraint type?)"),
     ),
     "distinct-attribute-not-set": (
         case(
@@ -237,6 +251,7 @@ CASES: dict[str, tuple[dict[str, Any], Any]] = {
             [device_class(CA, A)],
             [slice_("slice-1", N1, P1, A, device("device-1"), device("device-2"))],
             node(N1, R1),
+            CC,
         ),
         None,
     ),

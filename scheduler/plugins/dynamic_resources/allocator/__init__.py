@@ -1,16 +1,27 @@
 """The structured allocator of DynamicResources (k8s.io/dynamic-resource-allocation
-structured/, the "incubating" variant v1.37's default gates select): which devices of which
+structured/, the "incubating" variant v1.37's default gates select, or the "stable" one with
+consumable capacity and binding conditions off): which devices of which
 ResourceSlices satisfy a pod's ResourceClaims on one node."""
 
 from .allocator import Allocator, Outcome
 from .cases import allocate_case, run_case
 from .pools import Pool, gather_pools
-from .types import AllocatedState, AllocationError, DeviceID, Features, NodeAllocationError
+from .types import (
+    AllocatedState,
+    AllocationError,
+    AllocationTimeout,
+    Deadline,
+    DeviceID,
+    Features,
+    NodeAllocationError,
+)
 
 __all__ = [
     "AllocatedState",
     "AllocationError",
+    "AllocationTimeout",
     "Allocator",
+    "Deadline",
     "DeviceID",
     "Features",
     "NodeAllocationError",

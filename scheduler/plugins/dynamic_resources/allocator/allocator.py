@@ -14,9 +14,10 @@ from scheduler.framework import DeviceClass, ResourceClaim, ResourceSlice
 
 from ..cel import SelectorCache
 from .pools import Pool, gather_pools
+from .pools_stable import gather_pools_stable
 from .result import allocation_results
 from .search import PoolKey, Search, Stop
-from .types import AllocatedState, AllocationError, Features, NodeAllocationError
+from .types import AllocatedState, AllocationError, Deadline, Features, NodeAllocationError
 
 # Each device of a request adds two frames to the search; 32 devices per claim are allowed.
 _RECURSION_HEADROOM = 4000
@@ -56,6 +57,8 @@ class Allocator:
 
     def pools_for(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
         """The node's pools in search order (the view a caller may cache per node)."""
+        if self.features.stable:
+            return gather_pools_stable(self.all_slices, node_name, labels, self.features)
         slices = [*self.on_node.get(node_name, ()), *self.shared]
         return gather_pools(slices, node_name, labels, self.features, self.all_slices)
 
@@ -65,9 +68,11 @@ class Allocator:
         labels: Mapping[str, str],
         claims: Sequence[ResourceClaim],
         pools: list[Pool] | None = None,
+        deadline: Deadline | None = None,
     ) -> Outcome:
         """Allocates the claims, in order, on the node; raises AllocationError on bad input
-        (NodeAllocationError when only this node is affected)."""
+        (NodeAllocationError when only this node is affected), AllocationTimeout when the
+        deadline passes during the search."""
         if pools is None:
             pools = self.pools_for(node_name, labels)
         search = Search(
@@ -81,6 +86,7 @@ class Allocator:
             pools,
             self.available_counters,
         )
+        search.deadline = deadline
         search.prepare()
         limit = sys.getrecursionlimit()
         if limit < _RECURSION_HEADROOM:

@@ -96,13 +96,15 @@ def _requirement_key(req: Mapping[str, Any]) -> tuple[str, str, frozenset[str]]:
     return (req.get("key", ""), req.get("operator", ""), frozenset(req.get("values") or ()))
 
 
-def _node_selector(results: list[DeviceResult], node_name: str) -> dict[str, Any] | None:
+def _node_selector(
+    results: list[DeviceResult], node_name: str, binds_to_node: bool = True
+) -> dict[str, Any] | None:
     fields: list[Mapping[str, Any]] = []
     expressions: list[Mapping[str, Any]] = []
     for r in results:
         c = r.candidate
         target = c.device.target if c.slice.per_device_node_selection else c.slice.target
-        if target.node_name or c.device.binds_to_node:
+        if target.node_name or (binds_to_node and c.device.binds_to_node):
             return {
                 "nodeSelectorTerms": [
                     {
@@ -147,7 +149,8 @@ def allocation_results(search: Search) -> list[dict[str, Any]]:
             devices["config"] = config
         allocation: dict[str, Any] = {"devices": devices}
         try:
-            selector = _node_selector(results, search.node_name)
+            # The stable variant does not look at bindsToNode.
+            selector = _node_selector(results, search.node_name, not search.features.stable)
         except AllocationError as err:
             raise AllocationError(f"create NodeSelector for claim {claim.name}: {err}") from err
         if selector is not None:

@@ -1,7 +1,9 @@
 """The allocator's search (allocator_incubating.go of k8s.io/dynamic-resource-allocation's
 structured allocator, the variant v1.37's default gates select): claims in order, requests in
 order, each device of a request tried in pool, slice and device order, backtracking on failure;
-firstAvailable subrequests tried in order; the first full solution wins."""
+firstAvailable subrequests tried in order; the first full solution wins. With consumable
+capacity and binding conditions off it behaves as upstream's "stable" variant instead
+(Features.stable): no capacity requests, no distinctAttribute, permutations of devices."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from ..cel import CELError, SelectorCache
 from . import capacity as cap
 from .constraints import Constraint, DistinctAttribute, MatchAttribute
 from .pools import Pool
-from .types import AllocatedState, AllocationError, DeviceID, Features
+from .types import AllocatedState, AllocationError, AllocationTimeout, Deadline, DeviceID, Features
 
 #: A pool's identity (driver, pool name): upstream's PoolID.
 PoolKey = tuple[str, str]
@@ -119,6 +121,7 @@ class Search:
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self.results: list[list[DeviceResult]] = [[] for _ in claims]
         self.steps = 0
+        self.deadline: Deadline | None = None
 
     # --- preparation ------------------------------------------------------------------------
 
@@ -133,7 +136,8 @@ class Search:
                         f"claim {claim_ref(claim)}, request {request.name}: has subrequests, "
                         "but the DRAPrioritizedList feature is disabled"
                     )
-                if not self.features.consumable_capacity:
+                # The stable variant knows no capacity requests and ignores them.
+                if not self.features.consumable_capacity and not self.features.stable:
                     if (
                         request.exactly is not None
                         and request.exactly.capacity_requests is not None
@@ -173,7 +177,7 @@ class Search:
             for i, c in enumerate(claim.constraints):
                 if c.match_attribute is not None:
                     constraints.append(MatchAttribute(c.requests, c.match_attribute))
-                elif c.distinct_attribute is not None:
+                elif c.distinct_attribute is not None and not self.features.stable:
                     constraints.append(DistinctAttribute(c.requests, c.distinct_attribute))
                 else:
                     raise AllocationError(
@@ -330,9 +334,15 @@ class Search:
         if available is not None:
             return available
         available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
+        # The stable variant counts only fully allocated devices, not shared ones.
+        allocated: Callable[[DeviceID], bool] = (
+            self.state.allocated_devices.__contains__
+            if self.features.stable
+            else self.state.is_allocated
+        )
         for s in (*pool.slices, *pool.slices_elsewhere):
             for device in s.devices:
-                if not self.state.is_allocated(DeviceID(s.driver, s.pool, device.name)):
+                if not allocated(DeviceID(s.driver, s.pool, device.name)):
                     continue
                 for use in device.consumes_counters:
                     counters = available.get(use.counter_set)
@@ -375,6 +385,9 @@ class Search:
         """Whether the rest can be allocated from here (allocateOne); raises Stop when the
         result-size limit makes every choice of the current request fail."""
         self.steps += 1
+        # Checked at every step, as upstream checks its context (filterTimeout).
+        if self.deadline is not None and self.deadline[0]() >= self.deadline[1]:
+            raise AllocationTimeout
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]
@@ -446,7 +459,9 @@ class Search:
                     if undo is None:
                         continue
                     try:
-                        done = self.allocate_one(ci, ri, si, di + 1, in_sub, (pi, sli, dvi + 1))
+                        done = self.allocate_one(
+                            ci, ri, si, di + 1, in_sub, self._next(pi, sli, dvi)
+                        )
                     except BaseException:
                         undo()
                         raise
@@ -454,6 +469,11 @@ class Search:
                         return True
                     undo()
         return False
+
+    def _next(self, pi: int, sli: int, dvi: int) -> tuple[int, int, int]:
+        """Where the next device of the same request is looked for: after this one (only
+        combinations), or from the start in the stable variant (which tries permutations)."""
+        return (0, 0, 0) if self.features.stable else (pi, sli, dvi + 1)
 
     def allocate_device(
         self, key: RequestKey, c: Candidate, must: bool

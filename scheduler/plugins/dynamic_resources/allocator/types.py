@@ -3,7 +3,7 @@ of devices already allocated, device identities and the two kinds of failure."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NamedTuple
@@ -30,6 +30,13 @@ class Features:
     consumable_capacity: bool = True
     binding_conditions: bool = True
 
+    @property
+    def stable(self) -> bool:
+        """Whether upstream's NewAllocator picks its "stable" variant for these features: the
+        first variant that supports every feature on, and "stable" supports neither consumable
+        capacity nor binding conditions (structured/allocator.go)."""
+        return not (self.consumable_capacity or self.binding_conditions)
+
 
 @dataclass(frozen=True, slots=True)
 class AllocatedState:
@@ -55,3 +62,12 @@ class AllocationError(Exception):
 
 class NodeAllocationError(AllocationError):
     """A failure of this node only (ErrFailedAllocationOnNode): other nodes may still fit."""
+
+
+class AllocationTimeout(Exception):
+    """The deadline given to Allocate passed during the search (upstream's context deadline,
+    filterTimeout): the node is neither fitting nor failing."""
+
+
+#: A deadline for one Allocate call: the clock to read and the time it must not reach.
+Deadline = tuple[Callable[[], float], float]
