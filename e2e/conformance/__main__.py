@@ -121,7 +121,7 @@ def _table_from(out_dir: Path, selections: list[Selection]) -> int:
         runs = {
             scheduler: HalfRun(
                 scheduler,
-                focused(read_report(report), selection.focus),
+                focused(read_report(report, selection.report_filter), selection.focus),
                 None,
                 0.0,
                 sel_dir / scheduler,
