@@ -92,9 +92,9 @@ e2e-test-build: install cluster-build
 
 # The [sig-scheduling] specs of e2e.test with kube-scheduler, then with kube-pysched, as the
 # default scheduler; then the Workload API selection (GangScheduling, WorkloadAwarePreemption,
-# Workload) on control planes with GenericWorkload on. One table and gate per selection
-# (docs/conformance.md). ~21 minutes; CONFORMANCE_ARGS='--selection workload' runs only the
-# second (~3 minutes).
+# Workload) on control planes with GenericWorkload on; then the DRA specs that need no kubelet
+# ([DRA] control plane). One table and gate per selection (docs/conformance.md). ~28 minutes;
+# CONFORMANCE_ARGS='--selection workload' (~3 minutes) or '--selection dra' (~7) runs one.
 CONFORMANCE_ARGS ?=
 conformance: install e2e-test-build
 	env -u KUBECONFIG $(PY) -m e2e.conformance $(CONFORMANCE_ARGS)

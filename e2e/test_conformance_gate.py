@@ -6,10 +6,14 @@ import json
 import re
 from pathlib import Path
 
-from e2e.conformance.expected import EXPECTED_FAILURES, EXPECTED_WORKLOAD_FAILURES
+from e2e.conformance.expected import (
+    EXPECTED_DRA_FAILURES,
+    EXPECTED_FAILURES,
+    EXPECTED_WORKLOAD_FAILURES,
+)
 from e2e.conformance.gate import KUBE_PYSCHED, KUBE_SCHEDULER, evaluate, table
 from e2e.conformance.report import SpecResult, first_line, focused, read_report
-from e2e.conformance.runner import SIG_SCHEDULING, WORKLOAD, Selection
+from e2e.conformance.runner import DRA, SIG_SCHEDULING, WORKLOAD, Selection
 
 LISTED = "[sig-scheduling] A listed spec"
 OTHER = "[sig-scheduling] Another spec"
@@ -162,3 +166,62 @@ def test_the_workload_selection_turns_the_api_on_for_every_component(tmp_path: P
     assert SIG_SCHEDULING.pysched_args() == []
     assert not SIG_SCHEDULING.runtime_config
     assert SIG_SCHEDULING.out_dir(tmp_path) == tmp_path
+
+
+_CP = "[sig-node] [DRA] control plane"
+_STATUS = "[FeatureGate:DRAResourceClaimDeviceStatus]"
+#: Some of the kubelet-less DRA specs of v1.37.2, as e2e.test names them.
+DRA_SPECS = [
+    f"{_CP} supports claim and class parameters",
+    f"{_CP} with different ResourceSlices keeps pod pending because of CEL runtime errors",
+    f"{_CP} with node-local resources uses all resources",
+    f"{_CP} truncates the name of a generated resource claim",
+    f"{_CP} must be possible for a node ServiceAccount to update the node "
+    f"ResourceClaim.Status.Devices once allocated {_STATUS}",
+]
+#: DRA specs the selection leaves out: kubelet, alpha, API-server only, and the CRUD specs.
+DRA_LEFT_OUT = [
+    "[sig-node] [DRA] kubelet [Feature:DynamicResourceAllocation] on single node supports "
+    "claim and class parameters",
+    f"{_CP} [FeatureGate:DRAResourcePoolStatus] should reflect allocated devices after pod is "
+    "scheduled [Alpha] [Feature:OffByDefault] [FeatureGate:DynamicResourceAllocation]",
+    f"{_CP} validate ResourceClaimTemplate and ResourceClaim for admin access",
+    f"{_CP} supports count/resourceclaims.resource.k8s.io ResourceQuota",
+    f"{_CP} must apply per-node permission checks",
+    "[sig-node] [DRA] CRUD Tests resource.k8s.io/v1 ResourceClaim [Conformance]",
+    "[sig-node] [DRA] ResourceSlice Controller creates slices",
+]
+
+
+def test_the_dra_selection_runs_only_the_kubelet_less_scheduling_specs(tmp_path: Path) -> None:
+    assert [n for n in DRA_SPECS if not _selects(DRA, n)] == []
+    assert [n for n in DRA_LEFT_OUT if _selects(DRA, n)] == []
+    assert not any(_selects(DRA, n) for n in [*WORKLOAD_SPECS, *OTHER_SPECS])
+    assert not any(_selects(s, n) for s in (SIG_SCHEDULING, WORKLOAD) for n in DRA_SPECS)
+    assert all(_selects(DRA, n) for n in EXPECTED_DRA_FAILURES)
+    # Default components; only kube-pysched gets its own switch, which the others would refuse.
+    assert not DRA.feature_gates
+    assert not DRA.runtime_config
+    assert DRA.pysched_args() == ["--feature-gates=PyschedDynamicResources=true"]
+    assert DRA.out_dir(tmp_path) == tmp_path / "dra"
+
+
+def test_the_dra_report_keeps_the_sig_node_specs(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    specs = [
+        {
+            "LeafNodeType": "It",
+            "ContainerHierarchyTexts": [_CP],
+            "LeafNodeText": leaf,
+            "State": "passed",
+            "RunTime": 2e9,
+        }
+        for leaf in ("supports init containers", "must apply per-node permission checks")
+    ]
+    report.write_text(json.dumps([{"SpecReports": specs}]))
+    assert read_report(report) == {}
+    kept = read_report(report, DRA.report_filter)
+    assert sorted(kept) == [
+        f"{_CP} must apply per-node permission checks",
+        f"{_CP} supports init containers",
+    ]

@@ -1,6 +1,6 @@
 """CLI: ``python -m e2e.conformance`` - the sig-scheduling specs with both schedulers, one table
 per selection (the default sig-scheduling specs, then the Workload API's on a control plane
-with GenericWorkload on).
+with GenericWorkload on, then the DRA specs that need no kubelet).
 
 Exit status 0 when every selection's gate holds: kube-scheduler passes every spec that runs,
 kube-pysched every spec except those its selection lists in e2e/conformance/expected.py (and
@@ -29,6 +29,8 @@ from e2e.conformance.runner import (
 )
 
 BOTH = "both"
+#: Every selection (``--selection both`` is accepted for it too).
+ALL = "all"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--selection",
-        choices=(BOTH, *SELECTIONS),
-        default=BOTH,
-        help="which specs (default: both selections, sig-scheduling first)",
+        choices=(ALL, BOTH, *SELECTIONS),
+        default=ALL,
+        help="which specs (default: all selections, in this order)",
     )
     parser.add_argument("--seed", type=int, default=SEED, help=f"--ginkgo.seed (default {SEED})")
     parser.add_argument(
@@ -65,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     selections = (
-        list(SELECTIONS.values()) if args.selection == BOTH else [SELECTIONS[args.selection]]
+        list(SELECTIONS.values()) if args.selection in (ALL, BOTH) else [SELECTIONS[args.selection]]
     )
     if args.table_from is not None:
         return _table_from(args.table_from, selections)
@@ -121,7 +123,7 @@ def _table_from(out_dir: Path, selections: list[Selection]) -> int:
         runs = {
             scheduler: HalfRun(
                 scheduler,
-                focused(read_report(report), selection.focus),
+                focused(read_report(report, selection.report_filter), selection.focus),
                 None,
                 0.0,
                 sel_dir / scheduler,

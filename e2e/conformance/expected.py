@@ -22,3 +22,6 @@ NOT_JUDGED: dict[str, str] = {}
 #: The workload selection's list (runner.WORKLOAD: GenericWorkload on, the v1beta1 API served),
 #: same rules: full spec name -> the missing kube-pysched piece and why the spec needs it.
 EXPECTED_WORKLOAD_FAILURES: dict[str, str] = {}
+
+#: The DRA selection's list (runner.DRA: Kubernetes' kubelet-less DRA specs), same rules.
+EXPECTED_DRA_FAILURES: dict[str, str] = {}

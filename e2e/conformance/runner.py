@@ -26,7 +26,12 @@ from e2e.cluster.controlplane import feature_gate_flags
 from e2e.cluster.e2etest import build_e2e_test
 from e2e.cluster.nodes import core_v1, wait_node_agents_running
 from e2e.cluster.processes import ManagedProcess
-from e2e.conformance.expected import EXPECTED_FAILURES, EXPECTED_WORKLOAD_FAILURES, NOT_JUDGED
+from e2e.conformance.expected import (
+    EXPECTED_DRA_FAILURES,
+    EXPECTED_FAILURES,
+    EXPECTED_WORKLOAD_FAILURES,
+    NOT_JUDGED,
+)
 from e2e.conformance.gate import KUBE_PYSCHED, KUBE_SCHEDULER
 from e2e.conformance.report import SpecResult, focused, read_report
 from e2e.pysched import Pysched, default_config
@@ -52,6 +57,19 @@ WORKLOAD_FOCUS = (
 #: Only what no selection runs: the gated, Beta and off-by-default labels are the point here.
 WORKLOAD_SKIP = r"\[Flaky\]|\[Disruptive\]"
 
+#: Kubernetes' DRA specs that need no kubelet (test/e2e/dra/dra.go, ``driver.WithKubelet =
+#: false``): the test driver publishes ResourceSlices from inside e2e.test and a pod counts
+#: as done once it is scheduled with its claims allocated. Every other DRA spec waits for the
+#: kubelet plugin's registration or a running container (docs/conformance.md).
+DRA_FOCUS = r"\[sig-node\] \[DRA\] control plane "
+#: Besides the usual labels: the alpha DRAResourcePoolStatus specs (a status API of
+#: kube-apiserver and kube-controller-manager) and three specs that check only the API
+#: server (admission of admin access, a ResourceQuota count, per-node authorization).
+DRA_SKIP = (
+    r"\[Alpha\]|\[Feature:OffByDefault\]|\[Flaky\]|\[Disruptive\]"
+    r"|for admin access|count/resourceclaims|must apply per-node permission checks"
+)
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -71,6 +89,10 @@ class Selection:
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     #: kube-apiserver's ``--runtime-config``.
     runtime_config: Mapping[str, str] = field(default_factory=dict)
+    #: Gates only kube-pysched has (the Kubernetes components would refuse them).
+    pysched_gates: Mapping[str, bool] = field(default_factory=dict)
+    #: The report keeps only specs whose name contains this (Ginkgo lists the whole binary).
+    report_filter: str = "[sig-scheduling]"
     #: Where its halves' files go below a run's directory ("" keeps the first selection's
     #: ``<run>/<scheduler>`` layout of earlier runs).
     subdir: str = ""
@@ -80,7 +102,7 @@ class Selection:
 
     def pysched_args(self) -> list[str]:
         """kube-pysched's flags for the selection's gates (it rejects gates it does not know)."""
-        return feature_gate_flags(self.feature_gates)
+        return feature_gate_flags({**self.feature_gates, **self.pysched_gates})
 
 
 #: The sig-scheduling specs that run on a default control plane (docs/conformance.md).
@@ -97,7 +119,18 @@ WORKLOAD = Selection(
     runtime_config={"scheduling.k8s.io/v1beta1": "true"},
     subdir="workload",
 )
-SELECTIONS = {s.name: s for s in (SIG_SCHEDULING, WORKLOAD)}
+#: Kubernetes' kubelet-less DRA specs: default components (resource.k8s.io/v1 and the DRA
+#: gates they need are on by default in v1.37), kube-pysched's DynamicResources switched on.
+DRA = Selection(
+    "dra",
+    DRA_FOCUS,
+    DRA_SKIP,
+    expected=EXPECTED_DRA_FAILURES,
+    pysched_gates={"PyschedDynamicResources": True},
+    report_filter="[DRA]",
+    subdir="dra",
+)
+SELECTIONS = {s.name: s for s in (SIG_SCHEDULING, WORKLOAD, DRA)}
 
 
 @dataclass(frozen=True)
@@ -194,7 +227,9 @@ def run_half(
         cp.stop(remove_workdir=False)
         # Keep logs and kubeconfigs, drop the etcd data.
         shutil.rmtree(out_dir / "cluster" / "etcd", ignore_errors=True)
-    results = focused(read_report(report), focus) if report.is_file() else {}
+    results = (
+        focused(read_report(report, selection.report_filter), focus) if report.is_file() else {}
+    )
     return HalfRun(scheduler, results, exit_code, time.monotonic() - started, out_dir)
 
 

@@ -208,6 +208,22 @@ def _go_wording(message: str) -> str:
     return message
 
 
+#: What k8s.io/dynamic-resource-allocation's cel.EnhanceRuntimeError appends to a "no such
+#: key" error, so that the pod's condition tells the selector's author how to guard the lookup.
+NO_SUCH_KEY_HINT = (
+    ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
+    "with has() for optional fields"
+)
+
+
+def enhance_runtime_error(message: str) -> str:
+    """A runtime error as the allocator reports it: "no such key" errors get upstream's hint
+    (once); every other message is returned unchanged."""
+    if "no such key:" in message and not message.endswith(NO_SUCH_KEY_HINT):
+        return message + NO_SUCH_KEY_HINT
+    return message
+
+
 def _compile(expression: str) -> CompiledSelector:
     try:
         checked = _env().compile(expression)

@@ -506,7 +506,8 @@ CASES: dict[str, tuple[dict[str, Any], Any]] = {
         ),
         Error(
             "claim claim-0: selector #0 on device driver-a/pool-1/device-1: CEL runtime error: "
-            "no such key: y"
+            "no such key: y. consider using CEL optional chaining (.? followed by orValue()) or "
+            "guarding the check with has() for optional fields"
         ),
     ),
     "too-many-devices-single-request": (

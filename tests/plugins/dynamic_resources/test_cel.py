@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from scheduler.framework import Device, parse_resource_slice
-from scheduler.plugins.dynamic_resources.cel import CELError, SelectorCache, estimated_max_cost
+from scheduler.plugins.dynamic_resources.cel import (
+    NO_SUCH_KEY_HINT,
+    CELError,
+    SelectorCache,
+    enhance_runtime_error,
+    estimated_max_cost,
+)
 
 DRIVER = "dra.example.com"
 
@@ -210,6 +216,13 @@ def test_missing_domain_is_an_empty_map() -> None:
             run(expression)
     assert run('size(device.attributes["no-such-domain"]) == 0') is True
     assert run('"x" in device.capacity["no-such-domain"]') is False
+
+
+def test_no_such_key_gets_upstreams_hint_once() -> None:
+    hinted = enhance_runtime_error("no such key: exists")
+    assert hinted == "no such key: exists" + NO_SUCH_KEY_HINT
+    assert enhance_runtime_error(hinted) == hinted
+    assert enhance_runtime_error("division by zero") == "division by zero"
 
 
 def test_docs_examples_capacity_and_multi_allocation() -> None:

@@ -26,7 +26,7 @@ from scheduler.framework import (
     ResourceSlice,
 )
 
-from ..cel import CELError, SelectorCache
+from ..cel import CELError, SelectorCache, enhance_runtime_error
 from . import capacity as cap
 from .constraints import Constraint, DistinctAttribute, MatchAttribute
 from .pools import Pool
@@ -293,7 +293,8 @@ class Search:
                 matched = compiled.matches(device_id.driver, device)
             except CELError as err:
                 raise AllocationError(
-                    f"{owner}: selector #{i} on device {device_id}: CEL runtime error: {err}"
+                    f"{owner}: selector #{i} on device {device_id}: CEL runtime error: "
+                    f"{enhance_runtime_error(str(err))}"
                 ) from err
             if not matched:
                 return False
