@@ -27,7 +27,9 @@ from e2e.bench.options import RunOptions
 from e2e.bench.rest import RestClient
 from e2e.bench.scraped import cluster_pod_lists
 from e2e.bench.workload import (
+    POD_CLAIM,
     PRIORITY_CLASSES,
+    RESOURCE_API,
     NodeTemplate,
     PodTemplate,
     Size,
@@ -118,7 +120,8 @@ class ClusterObjects:
         self.run_label = {"bench": self.run_id}
         self.node_names: list[str] = []
         self.volume_names: list[str] = []
-        self.csi_nodes: list[str] = []
+        #: The paths of the objects named as a node that its drivers would publish.
+        self.node_objects: list[str] = []
         self.phases: dict[str, float] = {}
         self._local = threading.local()
         self._clients: list[k8s.ApiClient] = []
@@ -235,12 +238,10 @@ class ClusterObjects:
 
         def create(pair: tuple[int, str]) -> None:
             i, name = pair
-            if node_template.csi_node:
-                self.rest.create(
-                    "/apis/storage.k8s.io/v1/csinodes", node_template.csi_node_manifest(name)
-                )
+            for path, obj in node_template.node_objects(name):
+                self.rest.create(path, obj)
                 with self._clients_lock:
-                    self.csi_nodes.append(name)
+                    self.node_objects.append(f"{path}/{name}")
             self.rest.create("/api/v1/nodes", node_template.manifest(name, i, self.run_label))
 
         parallel(create, pairs)
@@ -267,11 +268,18 @@ class ClusterObjects:
         wait_for(ready, timeout=timeout, what="the run's nodes to be Ready", interval=1.0)
 
     def create_service(self) -> None:
+        """The measured pods' Service, and the DeviceClass (cluster-wide, kept) and the
+        ResourceClaimTemplate of a workload with a resource driver."""
         if self.workload.service:
             self.rest.create(
                 f"/api/v1/namespaces/{self.namespace}/services",
                 service_manifest(MEASURED_OWNER, self.workload.measured),
             )
+        driver = self.workload.nodes.resource_driver
+        if driver is not None:
+            self.rest.create(f"/apis/{RESOURCE_API}/deviceclasses", driver.device_class())
+            templates = f"/apis/{RESOURCE_API}/namespaces/{self.namespace}/resourceclaimtemplates"
+            self.rest.create(templates, driver.claim_template())
 
     def create_init_pods(self) -> None:
         """Init pods placed round-robin over the nodes, as if scheduled before the run."""
@@ -280,8 +288,18 @@ class ClusterObjects:
             return
         nodes = self.node_names
 
+        driver = self.workload.nodes.resource_driver
+        claims = f"/apis/{RESOURCE_API}/namespaces/{self.namespace}/resourceclaims"
+
         def create(i: int) -> None:
-            self.create_pod(template.manifest(f"init-{i}", nodeName=nodes[i % len(nodes)]))
+            name, node = f"init-{i}", nodes[i % len(nodes)]
+            spec: dict[str, Any] = {"nodeName": node}
+            if driver is not None:  # a device of its node, held as if the scheduler allocated it
+                claim, status = driver.allocated_claim(f"{name}-claim", node, i // len(nodes))
+                self.rest.create(claims, claim)
+                self.rest.create(f"{claims}/{name}-claim/status", status, method="PATCH")
+                spec["resourceClaims"] = [{"name": POD_CLAIM, "resourceClaimName": f"{name}-claim"}]
+            self.create_pod(template.manifest(name, **spec))
 
         parallel(create, range(self.size.init_pods))
         if not self.options.capacity:  # capacity mode has kwok leave them Pending
@@ -415,12 +433,9 @@ class ClusterObjects:
         with suppress(ApiException, HTTPError):
             api.delete_namespace(self.namespace, grace_period_seconds=0)
         # Cluster-wide objects; a PV goes once its claim is gone (pv-protection).
-        for path, names in (
-            ("/api/v1/nodes", self.node_names),
-            ("/api/v1/persistentvolumes", self.volume_names),
-            ("/apis/storage.k8s.io/v1/csinodes", self.csi_nodes),
-        ):
-            parallel(lambda name, path=path: self.rest.delete(f"{path}/{name}"), names)
+        nodes = [f"/api/v1/nodes/{name}" for name in self.node_names]
+        volumes = [f"/api/v1/persistentvolumes/{name}" for name in self.volume_names]
+        parallel(self.rest.delete, nodes + volumes + self.node_objects)
         asked = time.monotonic()
 
         def gone() -> bool | str:

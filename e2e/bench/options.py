@@ -68,6 +68,14 @@ class RunOptions:
         type=int,
         metavar="N",
     )
+    pysched_args: tuple[str, ...] | None = flag(
+        None,
+        "one more argument for kube-pysched's command line, e.g. "
+        "--pysched-arg=--explain-max-pods=0 (repeatable)",
+        flag="--pysched-arg",
+        action="append",
+        metavar="ARG",
+    )
     #: the command line, recorded in every record
     command: str = ""
 
@@ -86,6 +94,8 @@ class RunOptions:
     @classmethod
     def from_args(cls, args: argparse.Namespace, command: str) -> RunOptions:
         flags = {f.name: getattr(args, f.name) for f in fields(cls) if "help" in f.metadata}
+        if flags["pysched_args"] is not None:  # argparse appends to a list
+            flags["pysched_args"] = tuple(flags["pysched_args"])
         return cls(**flags, command=command)
 
     @property

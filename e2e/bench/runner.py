@@ -33,7 +33,12 @@ from e2e.bench.pacing import Pacing, create_paced
 from e2e.bench.pinning import Pinned, capacity_cpus, format_cpus, thread_cpus
 from e2e.bench.record import Figures, GangFigures, PodFigures
 from e2e.bench.rest import CreateError
-from e2e.bench.schedulers import KUBE_PYSCHED, RunningScheduler, running_scheduler
+from e2e.bench.schedulers import (
+    KUBE_PYSCHED,
+    RunningScheduler,
+    pysched_feature_gates,
+    running_scheduler,
+)
 from e2e.bench.schedulers import scheduler_config as bench_config
 from e2e.bench.scraped import Scrape, api_server_figures, keep_metrics, scrape, scraped_figures
 from e2e.bench.workload import Size, Workload
@@ -136,7 +141,7 @@ class Run(ClusterObjects):
 
     def scheduler_feature_gates(self) -> dict[str, bool] | None:
         """The scheduler's --feature-gates (None: its default, see running_scheduler)."""
-        return None
+        return pysched_feature_gates(self.workload) if self.which == KUBE_PYSCHED else None
 
     def extra_figures(self, times: PodTimes, names: list[str]) -> GangFigures | None:
         """Figures of a live run beyond summarize's (none here)."""
@@ -186,13 +191,21 @@ class Run(ClusterObjects):
                         workdir=self.options.results_dir,
                         cpus=cpus,
                         feature_gates=self.scheduler_feature_gates(),
-                        verbosity=self.options.verbosity,
+                        extra_args=self._scheduler_args(),
                     )
                 )
             self.scheduler_log, self.scheduler_kubeconfig = sched.log_path, sched.kubeconfig
             yield sched
             stopping = time.monotonic()
         self.phases["scheduler_stop"] = round(time.monotonic() - stopping, 1)
+
+    def _scheduler_args(self) -> list[str]:
+        """-v=N (--verbosity) for any scheduler, --pysched-arg's for kube-pysched."""
+        verbosity = self.options.verbosity
+        args = [] if verbosity is None else [f"-v={verbosity}"]
+        if self.which == KUBE_PYSCHED:
+            args += self.options.pysched_args or ()
+        return args
 
     def _drain_backlog(self) -> Figures:
         """Backlog mode: every measured pod exists before the scheduler starts; throughput is

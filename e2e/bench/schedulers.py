@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +28,7 @@ from e2e.cluster.readiness import get_text, tls_context
 from e2e.pysched import Pysched
 from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
 from scheduler.plugins.missing import GUARDS
-from scheduler.plugins.registry import in_tree_registry
+from scheduler.plugins.registry import DRA_SWITCH, in_tree_registry
 
 KUBE_SCHEDULER = "kube-scheduler"
 KUBE_PYSCHED = "kube-pysched"
@@ -36,6 +36,9 @@ SCHEDULERS = (KUBE_SCHEDULER, KUBE_PYSCHED)
 #: scheduler-plugins' kube-scheduler (its Coscheduling plugin): the gang benchmark's third
 #: scheduler, built from its Go module only when a run asks for it.
 SCHEDULER_PLUGINS = "scheduler-plugins"
+#: Default plugins kube-pysched builds only behind a feature gate of its own: a workload that
+#: requires one runs kube-pysched with the gate on.
+PYSCHED_SWITCHES = {"DynamicResources": DRA_SWITCH}
 
 
 def pysched_missing_plugins() -> list[str]:
@@ -48,10 +51,16 @@ def pysched_missing_plugins() -> list[str]:
 
 def unsupported_reason(workload: Workload) -> str | None:
     """Why kube-pysched cannot run the workload yet, or None when it can."""
-    missing = [p for p in workload.requires if p in pysched_missing_plugins()]
+    lacking = set(pysched_missing_plugins()) - PYSCHED_SWITCHES.keys()
+    missing = [p for p in workload.requires if p in lacking]
     if not missing:
         return None
     return f"not supported yet: kube-pysched has no {', '.join(missing)} plugin"
+
+
+def pysched_feature_gates(workload: Workload) -> dict[str, bool]:
+    """The gates of PYSCHED_SWITCHES the workload's required plugins need."""
+    return {PYSCHED_SWITCHES[p]: True for p in workload.requires if p in PYSCHED_SWITCHES}
 
 
 def scheduler_config(workload: Workload) -> dict[str, Any]:
@@ -97,9 +106,10 @@ def running_scheduler(
     workdir: Path,
     cpus: set[int] | None = None,
     feature_gates: Mapping[str, bool] | None = None,
-    verbosity: int | None = None,
+    extra_args: Sequence[str] = (),
 ) -> Iterator[RunningScheduler]:
-    """Starts `which` (ready to serve) and stops it on exit.
+    """Starts `which` (ready to serve, with `extra_args` on its command line) and stops it on
+    exit.
 
     `cpus` pins it (capacity mode); `feature_gates` are its own (None: kube-scheduler gets the
     control plane's, kube-pysched none; scheduler-plugins' build never any). Every log ends up
@@ -107,7 +117,6 @@ def running_scheduler(
     """
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    verbose = [] if verbosity is None else [f"-v={verbosity}"]
     if which in (KUBE_SCHEDULER, SCHEDULER_PLUGINS):
         plugins = which == SCHEDULER_PLUGINS
         name = f"bench-{'sp' if plugins else 'ks'}-{run_id}"
@@ -117,7 +126,7 @@ def running_scheduler(
             cpus=cpus,
             feature_gates={} if plugins else feature_gates,
             binary=ensure_scheduler_plugins() if plugins else None,
-            extra_args=verbose,
+            extra_args=list(extra_args),
         )
         kept = logs / f"{name}.log"
         try:
@@ -140,7 +149,7 @@ def running_scheduler(
         workdir=logs,
         name=f"kube-pysched-{run_id}",
         cpus=cpus,
-        extra_args=[*feature_gate_flags(feature_gates or {}), *verbose],
+        extra_args=[*feature_gate_flags(feature_gates or {}), *extra_args],
     ).start()
     assert sched.process is not None
     try:
