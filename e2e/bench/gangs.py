@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from kubernetes import client as k8s
-
 from e2e.bench.invocation import (
     ControlPlanes,
     bench_control_plane,
@@ -28,7 +26,7 @@ from e2e.bench.invocation import (
 from e2e.bench.measure import PodTimes, percentile
 from e2e.bench.options import DEFAULT_OPTIONS, RunOptions
 from e2e.bench.record import GangFigures, RunRecord
-from e2e.bench.report import gang_line
+from e2e.bench.rest import RestClient
 from e2e.bench.runner import Run
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
@@ -182,27 +180,20 @@ SCHEDULER_USER = "system:kube-scheduler"
 PODGROUP_ROLE = "bench-scheduler-plugins-podgroups"
 
 
-def grant_podgroups(api_client: k8s.ApiClient) -> None:
+def grant_podgroups(rest: RestClient) -> None:
     """Lets the kube-scheduler identity use scheduler-plugins' PodGroups, as scheduler-plugins'
     install manifests do for its scheduler. Without it Coscheduling's PodGroup informer never
     syncs and that scheduler binds nothing (not even the warm-up pod)."""
-    rbac, group = k8s.RbacAuthorizationV1Api(api_client), "rbac.authorization.k8s.io"
+    group = "rbac.authorization.k8s.io"
     verbs = ["get", "list", "watch", "update", "patch"]
     resources = [PODGROUPS, f"{PODGROUPS}/status"]
     rules = [{"apiGroups": [ALPHA_GROUP], "resources": resources, "verbs": verbs}]
-    role = {"metadata": {"name": PODGROUP_ROLE}, "rules": rules}
     role_ref = {"apiGroup": group, "kind": "ClusterRole", "name": PODGROUP_ROLE}
     subjects = [{"apiGroup": group, "kind": "User", "name": SCHEDULER_USER}]
-    binding = {"metadata": {"name": PODGROUP_ROLE}, "roleRef": role_ref, "subjects": subjects}
-    for create, body in (
-        (rbac.create_cluster_role, role),
-        (rbac.create_cluster_role_binding, binding),
-    ):
-        try:
-            create(body)
-        except k8s.ApiException as err:
-            if err.status != 409:
-                raise
+    meta = {"name": PODGROUP_ROLE}
+    rest.create(f"/apis/{group}/v1/clusterroles", {"metadata": meta, "rules": rules})
+    binding = {"metadata": meta, "roleRef": role_ref, "subjects": subjects}
+    rest.create(f"/apis/{group}/v1/clusterrolebindings", binding)
 
 
 def gang_control_plane() -> ControlPlane:
@@ -254,14 +245,16 @@ def run_gang_workload(
                 ),
             )
 
-    return run_in_turn(runs(), options, gang_line)
+    return run_in_turn(runs(), options)
 
 
 def _serve_podgroups(cp: ControlPlane) -> None:
     """The alpha PodGroup CRD, and scheduler-plugins' right to read its groups."""
     client = cp.api_client()
+    rest = RestClient(client)
     try:
         apply_crds(client, PODGROUP_CRD)
-        grant_podgroups(client)
+        grant_podgroups(rest)
     finally:
+        rest.close()
         client.close()

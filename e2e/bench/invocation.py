@@ -20,7 +20,7 @@ from urllib3.exceptions import HTTPError
 
 from e2e.bench.options import RunOptions
 from e2e.bench.record import RunRecord, to_json
-from e2e.bench.report import machine_facts
+from e2e.bench.report import machine_facts, one_line
 from e2e.bench.runner import Run
 from e2e.bench.schedulers import authenticated_user
 from e2e.cluster import ControlPlane
@@ -51,12 +51,8 @@ def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def run_in_turn(
-    runs: Iterable[tuple[RunRecord, Execute]],
-    options: RunOptions,
-    line: Callable[[dict[str, Any]], str],
-) -> list[RunRecord]:
-    """Executes each (record, execute) in order, completing, writing and printing (`line`)
+def run_in_turn(runs: Iterable[tuple[RunRecord, Execute]], options: RunOptions) -> list[RunRecord]:
+    """Executes each (record, execute) in order, completing, writing and printing (one_line)
     its record; `runs` is read one at a time, so each record's `started` is its own."""
     options.results_dir.mkdir(parents=True, exist_ok=True)
     machine = machine_facts()
@@ -77,7 +73,7 @@ def run_in_turn(
         record.command = options.command
         record.write(options.results_dir)
         records.append(record)
-        print(line(to_json(record)), flush=True)
+        print(one_line(to_json(record)), flush=True)
     return records
 
 

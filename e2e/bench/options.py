@@ -79,6 +79,21 @@ class RunOptions:
     #: the command line, recorded in every record
     command: str = ""
 
+    def __post_init__(self) -> None:
+        """Refuses flags that contradict each other or are out of range."""
+        if self.verbosity is not None and self.verbosity < 0:
+            raise ValueError("--verbosity must be 0 or more")
+        if self.repeat < 1:
+            raise ValueError("--repeat must be 1 or more")
+        if self.create_qps is not None and self.create_qps <= 0:
+            raise ValueError("--create-qps must be positive")
+        if self.create_qps is not None and self.drains_backlog:
+            raise ValueError("--create-qps paces live runs, not --backlog or --capacity")
+        if self.pending_pods and self.capacity:
+            raise ValueError(
+                "--capacity already leaves the pods Pending; --pending-pods is not for it"
+            )
+
     @classmethod
     def add_flags(cls, parser: argparse.ArgumentParser) -> None:
         for f in fields(cls):

@@ -8,7 +8,6 @@ scheduler runs; backlog and capacity mode create them before it starts and measu
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,7 +26,7 @@ from e2e.bench.measure import (
     process_usage,
     summarize,
 )
-from e2e.bench.objects import CREATE_THREADS, ClusterObjects, ensure_priority_classes
+from e2e.bench.objects import CREATE_THREADS, ClusterObjects
 from e2e.bench.options import RunOptions
 from e2e.bench.pacing import Pacing, create_paced
 from e2e.bench.pinning import Pinned, capacity_cpus, format_cpus, thread_cpus
@@ -47,26 +46,6 @@ from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 
 LEAD_IN_ROUNDS = 3
 HARNESS = "bench harness"
-
-
-class Countdown:
-    """Set once count_down() has been called `count` times (at once for a count of 0)."""
-
-    def __init__(self, count: int) -> None:
-        self._left = count
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        if count == 0:
-            self._done.set()
-
-    def count_down(self) -> None:
-        with self._lock:
-            self._left -= 1
-            if self._left <= 0:
-                self._done.set()
-
-    def wait(self, timeout: float) -> bool:
-        return self._done.wait(timeout)
 
 
 def owner_refusal(workload: Workload, mode: str, create_qps: float | None) -> str | None:
@@ -98,10 +77,6 @@ class Reading:
     scraped: Scrape | None
 
 
-def warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr, flush=True)
-
-
 class Run(ClusterObjects):
     """One (workload, size, scheduler) run; `execute()` returns its figures."""
 
@@ -115,8 +90,6 @@ class Run(ClusterObjects):
         *,
         cleanup: bool = True,
     ) -> None:
-        if options.create_qps is not None and options.drains_backlog:
-            raise ValueError("a creation rate applies to live runs, not backlog or capacity")
         super().__init__(cp, workload, size, options)
         self.which = which
         self.mode = options.mode
@@ -130,8 +103,8 @@ class Run(ClusterObjects):
         self.cleanup_error: str | None = None
         #: Capacity mode: the CPUs used and each process's threads' CPU lists during the run.
         self.pinning: dict[str, Any] | None = None
-        helpers = (workload.background, workload.churn)
-        self._lead_in = Countdown(sum(1 for h in helpers if h is not None))
+        #: Released by the background and the churn once each has run its lead-in rounds.
+        self._lead_in = threading.Semaphore(0)
 
     # --- what a kind of workload varies (gangs.GangRun overrides these) ---------------------
 
@@ -152,8 +125,7 @@ class Run(ClusterObjects):
     def execute(self) -> Figures:
         """The run's figures. A cleanup that fails leaves `cleanup_error` set (the figures
         stand, but the cluster still holds this run's objects)."""
-        ensure_priority_classes(self.api().api_client)
-        self.api().create_namespace({"metadata": {"name": self.namespace}})
+        self.create_namespace()
         try:
             if self.options.capacity:
                 capacity_cpus()  # fails at once, before any setup, on a one-CPU machine
@@ -213,7 +185,7 @@ class Run(ClusterObjects):
         the same window (both schedulers have synced by then: no start-up in the figure).
         Capacity mode also pins the control plane and this harness to one CPU and the scheduler
         to another, and kwok leaves the pods alone: the scheduler's own drain rate."""
-        watcher = PodWatcher(self.api(), self.namespace).start()
+        watcher = PodWatcher(self.core, self.namespace).start()
         names = [f"pod-{i}" for i in range(self.size.measured_pods)]
         first_bound = watcher.first_bound(set(names))
         try:
@@ -245,7 +217,7 @@ class Run(ClusterObjects):
     def _measure_live(self, sched: RunningScheduler) -> Figures:
         """Creates the measured pods while the scheduler runs (with the workload's background
         and churn going) and measures from the first create to the last binding."""
-        watcher = PodWatcher(self.api(), self.namespace).start()
+        watcher = PodWatcher(self.core, self.namespace).start()
         names = [f"pod-{i}" for i in range(self.size.measured_pods)]
         stop = threading.Event()
         helpers = [
@@ -278,8 +250,9 @@ class Run(ClusterObjects):
         try:
             # Background and churn run LEAD_IN_ROUNDS rounds before the measured pods arrive,
             # so even a sub-second small run meets them (scheduler_perf starts them first too).
-            if not self._lead_in.wait(60):
-                raise TimeoutError("background or churn did not start")
+            for _ in (h for h in (self.workload.background, self.workload.churn) if h):
+                if not self._lead_in.acquire(timeout=60):
+                    raise TimeoutError("background or churn did not start")
             before, after = self._window(
                 sched, create_and_wait, scrape_scheduler=True, finish=stop.set
             )
@@ -291,7 +264,7 @@ class Run(ClusterObjects):
         self.watch_errors = watcher.errors
         times = watcher.snapshot()
         create_rate = round(len(names) / created_seconds, 1) if created_seconds else 0.0
-        figures = self._figures(
+        return self._figures(
             summarize(times, names, start),
             before,
             after,
@@ -300,8 +273,6 @@ class Run(ClusterObjects):
             unready_nodes=self.unready_nodes(),
             pacing=None if pacing is None else pacing.figures(),
         )
-        self._warn_about(figures, pacing)
-        return figures
 
     def _window(
         self,
@@ -346,27 +317,6 @@ class Run(ClusterObjects):
             **extra,
         )
 
-    def _warn_about(self, figures: Figures, pacing: Pacing | None) -> None:
-        """Warnings for what makes a live run's figures not comparable."""
-        who = f"{self.workload.name} with {self.which}"
-        if figures.work is not None and figures.work.events_dropped:
-            warn(
-                f"{who}: {figures.work.events_dropped} events dropped in the window (the "
-                "recorder's buffer was full: the API server was spared their writes)"
-            )
-        if figures.unready_nodes:
-            warn(
-                f"{who}: {figures.unready_nodes} of the run's nodes were tainted unreachable or "
-                "not-ready at the end of the window (their nominated pods preempt again "
-                "elsewhere: the figures are not comparable)"
-            )
-        if pacing is not None and not pacing.reached:
-            warn(
-                f"{who}: measured pods created at {pacing.achieved:.1f}/s, asked "
-                f"{pacing.asked:g}/s (the harness or the API server could not keep up; see "
-                "create_lag_*_ms in the record)"
-            )
-
     def _environment_pids(self) -> dict[str, int]:
         """Everything capacity mode keeps off the scheduler's CPU: the control plane's live
         processes (etcd, kube-apiserver, kube-controller-manager, kwok, and a default
@@ -395,8 +345,8 @@ class Run(ClusterObjects):
 
     def _pids(self, scheduler_pid: int) -> dict[str, int]:
         """The processes whose CPU the record breaks down: control plane, scheduler, harness."""
-        control_plane = {n: pid for n, pid in self.cp.pids.items() if pid != scheduler_pid}
-        return {**control_plane, self.which: scheduler_pid, HARNESS: os.getpid()}
+        others = {n: pid for n, pid in self._environment_pids().items() if pid != scheduler_pid}
+        return {**others, self.which: scheduler_pid}
 
     def _wait_bound(self, watcher: PodWatcher, names: list[str]) -> None:
         """Until the watch has seen every wanted pod bound (or deleted before it could be), or
@@ -424,7 +374,7 @@ class Run(ClusterObjects):
                 self.create_pod(spec.template.manifest(f"background-{i}"))
             i += 1
             if i == LEAD_IN_ROUNDS:
-                self._lead_in.count_down()
+                self._lead_in.release()
             stop.wait(spec.interval)
 
     def _churn(self, stop: threading.Event) -> None:
@@ -445,4 +395,4 @@ class Run(ClusterObjects):
                 previous = (node, pod)
             i += 1
             if i == LEAD_IN_ROUNDS:
-                self._lead_in.count_down()
+                self._lead_in.release()

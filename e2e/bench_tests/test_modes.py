@@ -178,11 +178,11 @@ def test_pending_pods_runs_are_their_own_mode_and_never_pair_with_plain_ones() -
         ),
         (
             ["--workload", "SchedulingBasic,MixedChurn", "--size", "5000_10000"],
-            "size 5000_10000: MixedChurn has no such size (its sizes: small, 1000, 5000)",
+            "no size 5000_10000 in MixedChurn (sizes small, 1000, 5000)",
         ),
         (
             ["--workload", "all", "--size", "5000_10000"],
-            "size 5000_10000: SchedulingNodeAffinity, ",
+            "no size 5000_10000 in SchedulingNodeAffinity (sizes small, 1000, 5000); ",
         ),
     ],
 )
