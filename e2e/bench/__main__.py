@@ -38,7 +38,7 @@ from e2e.bench.schedulers import (
     scheduler_config,
     unsupported_reason,
 )
-from e2e.bench.workload import Workload, gang_names, load_workloads, ordered_names
+from e2e.bench.workload import gang_names, load_workloads, ordered_names
 from e2e.cluster import ControlPlane, build
 from e2e.cluster.build import ensure_scheduler_plugins
 
@@ -79,25 +79,10 @@ def run_workloads(
                         repeat=round_no if repeated else None,
                         repeats=options.repeat if repeated else None,
                     )
-                    yield record, partial(run_one, workload, which, planes, options)
+                    run = partial(Run, workload=workload, size=size, which=which, options=options)
+                    yield record, partial(run_on_control_plane, control_plane=planes, make_run=run)
 
     return run_in_turn(runs(), options)
-
-
-def run_one(
-    workload: Workload,
-    which: str,
-    control_plane: ControlPlanes,
-    options: RunOptions,
-    record: RunRecord,
-) -> None:
-    """Runs `record`'s pair and fills the record in."""
-    size = workload.sizes[record.size]
-    run_on_control_plane(
-        record,
-        control_plane,
-        lambda cp, cleanup: Run(cp, workload, size, which, options, cleanup=cleanup),
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from e2e.bench.schedulers import (
     SCHEDULER_PLUGINS,
     scheduler_config,
 )
-from e2e.bench.workload import Size, Workload
+from e2e.bench.workload import Size, Workload, api_object
 from e2e.cluster import ControlPlane
 from e2e.podgroups import GROUP as ALPHA_GROUP
 from e2e.podgroups import LABEL as ALPHA_LABEL
@@ -99,18 +99,11 @@ def gang_config(workload: Workload, variant: Variant) -> dict[str, Any]:
     return config
 
 
-def group_name(index: int) -> str:
-    return f"group-{index}"
-
-
 def podgroup_manifest(api: str, name: str, members: int) -> dict[str, Any]:
     """A PodGroup whose quorum is all `members` of the group."""
-    spec: dict[str, Any]
     if api == V1ALPHA1:
-        spec = {"minMember": members}
-    else:
-        spec = {"schedulingPolicy": {"gang": {"minCount": members}}}
-    return {"apiVersion": api, "kind": "PodGroup", "metadata": {"name": name}, "spec": spec}
+        return api_object(api, "PodGroup", name, {"minMember": members})
+    return api_object(api, "PodGroup", name, {"schedulingPolicy": {"gang": {"minCount": members}}})
 
 
 def group_times(times: PodTimes, names: list[str], group_of: list[int]) -> dict[int, float]:
@@ -160,10 +153,10 @@ class GangRun(Run):
     def create_groups(self) -> None:
         path = f"/apis/{self.variant.api}/namespaces/{self.namespace}/{PODGROUPS}"
         for index, members in enumerate(self.size.groups):
-            self.rest.create(path, podgroup_manifest(self.variant.api, group_name(index), members))
+            self.rest.create(path, podgroup_manifest(self.variant.api, f"group-{index}", members))
 
     def measured_manifest(self, name: str) -> dict[str, Any]:
-        group = group_name(self._group_of[int(name.removeprefix("pod-"))])
+        group = f"group-{self._group_of[int(name.removeprefix('pod-'))]}"
         if self.variant.api == V1BETA1:
             return self.workload.measured.manifest(name, schedulingGroup={"podGroupName": group})
         manifest = self.workload.measured.manifest(name)
@@ -231,19 +224,9 @@ def run_gang_workload(
                 group_sizes=list(size.groups),
                 config=gang_config(workload, variant),
             )
-
-            def make_run(cp: ControlPlane, cleanup: bool, variant: Variant = variant) -> Run:
-                return GangRun(cp, workload, size, variant, options=options, cleanup=cleanup)
-
-            yield (
-                record,
-                partial(
-                    run_on_control_plane,
-                    control_plane=planes,
-                    make_run=make_run,
-                    prepare=_serve_podgroups,
-                ),
-            )
+            run = partial(GangRun, workload=workload, size=size, variant=variant, options=options)
+            execute = partial(run_on_control_plane, control_plane=planes, prepare=_serve_podgroups)
+            yield record, partial(execute, make_run=run)
 
     return run_in_turn(runs(), options)
 

@@ -9,7 +9,6 @@ are not run (their scheduler would see the earlier run's pods and nodes: not com
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from collections.abc import Callable, Iterable
@@ -20,7 +19,7 @@ from urllib3.exceptions import HTTPError
 
 from e2e.bench.options import RunOptions
 from e2e.bench.record import RunRecord, to_json
-from e2e.bench.report import machine_facts, one_line
+from e2e.bench.report import load_average, machine_facts, one_line
 from e2e.bench.runner import Run
 from e2e.bench.schedulers import authenticated_user
 from e2e.cluster import ControlPlane
@@ -45,10 +44,6 @@ def bench_control_plane(**options: Any) -> ControlPlane:
         node_lease_duration_seconds=BENCH_NODE_LEASE_DURATION_SECONDS,
         **options,
     )
-
-
-def load_average() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def run_in_turn(runs: Iterable[tuple[RunRecord, Execute]], options: RunOptions) -> list[RunRecord]:
@@ -80,10 +75,10 @@ def run_in_turn(runs: Iterable[tuple[RunRecord, Execute]], options: RunOptions) 
 def run_on_control_plane(
     record: RunRecord,
     control_plane: ControlPlanes,
-    make_run: Callable[[ControlPlane, bool], Run],
+    make_run: Callable[..., Run],
     prepare: Callable[[ControlPlane], None] | None = None,
 ) -> None:
-    """Executes the run `make_run(cp, cleanup)` gives and completes `record` (record_run). A
+    """Executes the run `make_run(cp, cleanup=...)` gives and completes `record` (record_run). A
     shared control plane is used as it is, and the run deletes its objects for the next one;
     from a factory the run gets a control plane of its own, `prepare`d, started for it and
     stopped after it, with no cleanup. A control plane that does not start is this run's
@@ -91,7 +86,7 @@ def run_on_control_plane(
     if isinstance(control_plane, ControlPlane):
         record.control_plane = "shared"
         record.node_lease_seconds = control_plane.node_lease_duration_seconds
-        record_run(make_run(control_plane, True), record)
+        record_run(make_run(control_plane, cleanup=True), record)
         return
     record.control_plane = "own"
     try:
@@ -104,7 +99,7 @@ def run_on_control_plane(
     try:
         if prepare is not None:
             prepare(cp)
-        record_run(make_run(cp, False), record)
+        record_run(make_run(cp, cleanup=False), record)
     finally:
         cp.stop()
 
@@ -126,11 +121,10 @@ def record_run(run: Run, record: RunRecord) -> None:
         return
     record.run_id = run.run_id
     record.scheduler_log = str(run.scheduler_log)
-    if run.scheduler_kubeconfig is not None:
-        # Asked after the window, so the review is not among the measured requests.
-        try:
-            record.scheduler_user = authenticated_user(run.scheduler_kubeconfig)
-        except (ApiException, HTTPError, OSError) as err:
-            print(f"warning: could not ask who the scheduler ran as: {err}", file=sys.stderr)
+    # Asked after the window, so the review is not among the measured requests.
+    try:
+        record.scheduler_user = authenticated_user(run.cp.scheduler_kubeconfig)
+    except (ApiException, HTTPError, OSError) as err:
+        print(f"warning: could not ask who the scheduler ran as: {err}", file=sys.stderr)
     record.watch_errors = run.watch_errors or None
     record.pinning = run.pinning

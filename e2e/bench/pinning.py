@@ -11,7 +11,6 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
-from types import TracebackType
 from typing import Any
 
 
@@ -96,12 +95,7 @@ class Pinned:
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.restore()
 
     def restore(self) -> None:

@@ -13,7 +13,7 @@ import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,10 @@ GANG_COLUMNS = (
 )
 
 
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def machine_facts() -> dict[str, Any]:
     """What the figures depend on besides the code: versions, CPU, memory, load."""
     with open("/proc/cpuinfo") as f:
@@ -77,7 +81,7 @@ def machine_facts() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "cpu_model": model,
         "memory_gib": round(memory / 2**30, 1),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "load_average": load_average(),
         "kernel": platform.release(),
         "versions": {
             "kubernetes": KUBERNETES_VERSION,
@@ -225,23 +229,6 @@ def _pair(runs: dict[str, Record]) -> tuple[dict[str, Any], dict[str, Any]] | No
     return None
 
 
-def _comparison(
-    records: Sequence[Record], columns: Columns
-) -> Iterator[tuple[tuple[str, str, str], str, Record | None, list[str]]]:
-    """Per group, each scheduler's row and then the ratio row: (group, who, the record or None
-    for the ratio, cells; a run without figures has one cell saying why)."""
-    for group, runs in _group(records).items():
-        for which in SCHEDULERS:
-            r = runs.get(which)
-            if r is not None:  # else that scheduler was not asked for
-                yield group, which, r, _cells(r, columns) if "figures" in r else [not_measured(r)]
-        pair = _pair(runs)
-        if pair is not None:
-            py, ks = pair
-            cells = [ratio(py[k], ks[k]) if k in py and k in ks else "-" for k, _ in columns]
-            yield group, "ratio py/ks", None, cells
-
-
 def _md_header(
     titles: Sequence[str], lead: str = "workload | size | scheduler | mode"
 ) -> list[str]:
@@ -262,16 +249,21 @@ def _md_cells(r: Record, cells: list[str], columns: Columns) -> str:
 def table(records: Sequence[Record], columns: Columns = COLUMNS) -> str:
     """Both schedulers' figures per workload and the kube-pysched / kube-scheduler ratio, as
     a Markdown table (docs/benchmarks.md): `columns` of the figures (WORK_COLUMNS: the
-    scheduling attempts, which explain the CPU)."""
+    scheduling attempts, which explain the CPU); a run without figures says why."""
     lines, footnotes = _md_header([title for _, title in columns]), []
-    for (workload, size, mode), who, r, cells in _comparison(records, columns):
-        if r is None:
-            lines.append(f"| {workload} | {size} | *{who}* | {mode} | {' | '.join(cells)} |")
-            continue
-        lines.append(
-            f"| {workload} | {size} | {who} | {mode_cell(r)} | {_md_cells(r, cells, columns)} |"
-        )
-        footnotes += [f"* {workload} {size} {who} {mode}: {n}" for n in notes(r)]
+    for (workload, size, mode), runs in _group(records).items():
+        for who, r in ((which, runs[which]) for which in SCHEDULERS if which in runs):
+            cells = _cells(r, columns) if "figures" in r else [not_measured(r)]
+            row = (
+                f"| {workload} | {size} | {who} | {mode_cell(r)} | {_md_cells(r, cells, columns)} |"
+            )
+            lines.append(row)
+            footnotes += [f"* {workload} {size} {who} {mode}: {n}" for n in notes(r)]
+        pair = _pair(runs)
+        if pair is not None:
+            py, ks = pair
+            cells = [ratio(py[k], ks[k]) if k in py and k in ks else "-" for k, _ in columns]
+            lines.append(f"| {workload} | {size} | *ratio py/ks* | {mode} | {' | '.join(cells)} |")
     return "\n".join(lines + (["", *footnotes] if footnotes else []))
 
 

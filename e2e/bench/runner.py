@@ -40,7 +40,7 @@ from e2e.bench.schedulers import (
 )
 from e2e.bench.schedulers import scheduler_config as bench_config
 from e2e.bench.scraped import Scrape, api_server_figures, keep_metrics, scrape, scraped_figures
-from e2e.bench.workload import Size, Workload
+from e2e.bench.workload import Arrivals, Size, Workload
 from e2e.cluster import ControlPlane, NotReadyError, wait_for
 from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 
@@ -52,14 +52,9 @@ def owner_refusal(workload: Workload, mode: str, create_qps: float | None) -> st
     """Why a run of `workload` in `mode` at `create_qps` cannot be measured, or None: backlog
     and capacity modes and a creation rate need the harness to create the measured pods, and
     a workload with an owner (a ReplicaSet) has kube-controller-manager create them."""
-    if not workload.owner:
+    if not workload.owner or (mode == "live" and create_qps is None):
         return None
-    if mode != "live":
-        asked = f"{mode} mode"
-    elif create_qps is not None:
-        asked = f"a creation rate (--create-qps {create_qps:g})"
-    else:
-        return None
+    asked = f"{mode} mode" if mode != "live" else f"a creation rate (--create-qps {create_qps:g})"
     return (
         f"{workload.name}: {asked} needs the harness to create the measured pods; this "
         f"workload has them created by a {workload.owner}"
@@ -97,8 +92,6 @@ class Run(ClusterObjects):
         #: and is stopped after it (nothing of the run outlives it then).
         self.cleans_up = cleanup
         self.scheduler_log: Path | None = None
-        #: The credentials the scheduler ran with (its user is recorded after the run).
-        self.scheduler_kubeconfig: Path | None = None
         self.watch_errors: list[str] = []
         self.cleanup_error: str | None = None
         #: Capacity mode: the CPUs used and each process's threads' CPU lists during the run.
@@ -166,7 +159,7 @@ class Run(ClusterObjects):
                         extra_args=self._scheduler_args(),
                     )
                 )
-            self.scheduler_log, self.scheduler_kubeconfig = sched.log_path, sched.kubeconfig
+            self.scheduler_log = sched.log_path
             yield sched
             stopping = time.monotonic()
         self.phases["scheduler_stop"] = round(time.monotonic() - stopping, 1)
@@ -220,9 +213,14 @@ class Run(ClusterObjects):
         watcher = PodWatcher(self.core, self.namespace).start()
         names = [f"pod-{i}" for i in range(self.size.measured_pods)]
         stop = threading.Event()
+        arrivals = (
+            (self.workload.background, self._background),
+            (self.workload.churn, self._churn),
+        )
         helpers = [
-            threading.Thread(target=fn, args=(stop,), name=f"bench-{fn.__name__}", daemon=True)
-            for fn in (self._background, self._churn)
+            threading.Thread(target=self._arrivals, args=(stop, spec, arrive), daemon=True)
+            for spec, arrive in arrivals
+            if spec is not None
         ]
         for thread in helpers:
             thread.start()
@@ -250,12 +248,10 @@ class Run(ClusterObjects):
         try:
             # Background and churn run LEAD_IN_ROUNDS rounds before the measured pods arrive,
             # so even a sub-second small run meets them (scheduler_perf starts them first too).
-            for _ in (h for h in (self.workload.background, self.workload.churn) if h):
+            for _ in helpers:
                 if not self._lead_in.acquire(timeout=60):
                     raise TimeoutError("background or churn did not start")
-            before, after = self._window(
-                sched, create_and_wait, scrape_scheduler=True, finish=stop.set
-            )
+            before, after = self._window(sched, create_and_wait, scrape_scheduler=True)
         finally:
             stop.set()
             for thread in helpers:
@@ -280,25 +276,20 @@ class Run(ClusterObjects):
         body: Callable[[], None],
         *,
         scrape_scheduler: bool = False,
-        finish: Callable[[], None] = lambda: None,
     ) -> tuple[Reading, Reading]:
-        """Reads both ends of the window around `body` (`finish` runs when it ends, even by an
-        error). The API server's /metrics (megabytes) are read outside the CPU readings."""
+        """Reads both ends of the window around `body`. The API server's /metrics (megabytes)
+        are read outside the CPU readings."""
         pids = self._pids(sched.pid)
         metrics = sched.metrics if scrape_scheduler else None
         pauses = self.which == KUBE_PYSCHED
         api_before = self._api_server_metrics()
         usage, cpu = process_usage(sched.pid), cpu_snapshot(pids)
         before = Reading(usage, cpu, api_before, scrape(metrics, pauses=pauses))
-        try:
-            body()
-            usage, cpu = process_usage(sched.pid), cpu_snapshot(pids)
-            scraped = scrape(metrics, pauses=pauses)
-            keep_metrics(scraped, self.scheduler_log)
-            after = Reading(usage, cpu, self._api_server_metrics(), scraped)
-        finally:
-            finish()
-        return before, after
+        body()
+        usage, cpu = process_usage(sched.pid), cpu_snapshot(pids)
+        scraped = scrape(metrics, pauses=pauses)
+        keep_metrics(scraped, self.scheduler_log)
+        return before, Reading(usage, cpu, self._api_server_metrics(), scraped)
 
     def _figures(self, pods: PodFigures, before: Reading, after: Reading, **extra: Any) -> Figures:
         """The figures every mode records, from the pod watch and the window's two ends."""
@@ -363,36 +354,31 @@ class Run(ClusterObjects):
 
     # --- load while measuring ---------------------------------------------------------------
 
-    def _background(self, stop: threading.Event) -> None:
-        """Pods arriving at a fixed interval (scheduler_perf churn, mode create)."""
-        spec = self.workload.background
-        if spec is None:
-            return
+    def _arrivals(
+        self, stop: threading.Event, spec: Arrivals, arrive: Callable[[int], None]
+    ) -> None:
+        """arrive(i) every `spec.interval` until `stop` (an arrival the API server refuses is
+        skipped); the lead-in is released after LEAD_IN_ROUNDS of them."""
         i = 0
         while not stop.is_set():
             with suppress(CreateError):
-                self.create_pod(spec.template.manifest(f"background-{i}"))
+                arrive(i)
             i += 1
             if i == LEAD_IN_ROUNDS:
                 self._lead_in.release()
             stop.wait(spec.interval)
 
-    def _churn(self, stop: threading.Event) -> None:
-        """A node and a pod deleted and created again each interval (churn, mode recreate)."""
+    def _background(self, i: int) -> None:
+        """A pod arriving (scheduler_perf churn, mode create)."""
+        assert self.workload.background is not None
+        self.create_pod(self.workload.background.template.manifest(f"background-{i}"))
+
+    def _churn(self, i: int) -> None:
+        """The previous node and pod deleted and created again (churn, mode recreate)."""
         spec = self.workload.churn
-        if spec is None:
-            return
-        i = 0
-        previous: tuple[str, str] | None = None
-        while not stop.wait(spec.interval):
-            with suppress(CreateError):
-                if previous is not None:
-                    self.rest.delete(f"/api/v1/nodes/{previous[0]}")
-                    self.rest.delete(f"/api/v1/namespaces/{self.namespace}/pods/{previous[1]}")
-                node = self.create_nodes([self.size.nodes + i], template=spec.node)[0]
-                pod = f"churn-{i}"
-                self.create_pod(spec.template.manifest(pod))
-                previous = (node, pod)
-            i += 1
-            if i == LEAD_IN_ROUNDS:
-                self._lead_in.release()
+        assert spec is not None
+        if i > 0:
+            self.rest.delete(f"/api/v1/nodes/bench-{self.run_id}-{self.size.nodes + i - 1}")
+            self.rest.delete(f"/api/v1/namespaces/{self.namespace}/pods/churn-{i - 1}")
+        self.create_nodes([self.size.nodes + i], template=spec.node)
+        self.create_pod(spec.template.manifest(f"churn-{i}"))

@@ -91,9 +91,8 @@ def authenticated_user(kubeconfig: Path) -> str:
 @dataclass
 class RunningScheduler:
     pid: int
-    log_path: Path | None
-    kubeconfig: Path  # the credentials it runs with
-    metrics: Callable[[], str] | None = None  # the scheduler's /metrics text
+    log_path: Path
+    metrics: Callable[[], str]  # the scheduler's /metrics text
 
 
 @contextmanager
@@ -130,12 +129,8 @@ def running_scheduler(
         )
         kept = logs / f"{name}.log"
         try:
-            yield RunningScheduler(
-                handle.pid,
-                kept,
-                cp.scheduler_kubeconfig,
-                metrics=functools.partial(get_text, handle.metrics_url, tls_context(cp.ca_cert)),
-            )
+            metrics = functools.partial(get_text, handle.metrics_url, tls_context(cp.ca_cert))
+            yield RunningScheduler(handle.pid, kept, metrics)
         finally:
             handle.stop()
             if handle.process.log_path.exists():
@@ -153,8 +148,6 @@ def running_scheduler(
     ).start()
     assert sched.process is not None
     try:
-        yield RunningScheduler(
-            sched.process.pid, sched.log_path, sched.kubeconfig, metrics=sched.metrics
-        )
+        yield RunningScheduler(sched.process.pid, sched.log_path, sched.metrics)
     finally:
         sched.stop()

@@ -266,7 +266,6 @@ class Arrivals:
 @dataclass(frozen=True)
 class Workload:
     name: str
-    description: str
     sizes: Mapping[str, Size]
     nodes: NodeTemplate
     measured: PodTemplate
@@ -290,7 +289,6 @@ class Workload:
         init = doc.get("initPods")
         return cls(
             name=doc["name"],
-            description=doc.get("description", ""),
             sizes=sizes,
             nodes=NodeTemplate.parse(doc["nodes"]),
             measured=PodTemplate.parse(doc["measuredPods"]["template"]),
