@@ -126,15 +126,16 @@ def main(argv: list[str] | None = None) -> int:
     if sizeless:
         parser.error(f"no size {args.size} in {'; '.join(sizeless)}")
     preempting = [n for n in names if PREEMPTION in workloads[n].requires]
-    if (args.pending_pods or args.capacity) and preempting:
-        flag = "--pending-pods" if args.pending_pods else "--capacity"
+    if (options.pending_pods or options.capacity) and preempting:
+        flag = "--pending-pods" if options.pending_pods else "--capacity"
         parser.error(
             f"{flag}: {', '.join(preempting)} preempt; a pod evicted while kwok ignores it "
             "would stay Terminating (kwok plays no pod-delete stage for it)"
         )
     gang = [n for n in names if n in gangs]
-    live_once = ("backlog", "capacity", "pending_pods")
-    if gang and (len(names) > 1 or args.repeat > 1 or any(getattr(args, f) for f in live_once)):
+    if gang and (
+        len(names) > 1 or options.repeat > 1 or options.drains_backlog or options.pending_pods
+    ):
         parser.error(
             f"{gang[0]} runs alone, live, once (no --backlog, --capacity, --repeat or "
             "--pending-pods)"

@@ -145,12 +145,16 @@ class GangRun(Run):
     def scheduler_config(self) -> dict[str, Any]:
         return gang_config(self.workload, self.variant)
 
-    def scheduler_feature_gates(self) -> dict[str, bool] | None:
+    def pysched_feature_gates(self) -> dict[str, bool]:
         # kube-pysched's GangScheduling reads v1beta1 PodGroups only with the gate, as
-        # kube-scheduler (given the control plane's gates by default) does.
-        return dict(GATES) if self.variant.api == V1BETA1 else None
+        # kube-scheduler (given the control plane's gates) does.
+        return dict(GATES) if self.variant.api == V1BETA1 else {}
 
     def create_groups(self) -> None:
+        """The alpha PodGroup CRD and scheduler-plugins' right to read its groups (kept on the
+        control plane), then the groups."""
+        apply_crds(self.client, PODGROUP_CRD)
+        grant_podgroups(self.rest)
         path = f"/apis/{self.variant.api}/namespaces/{self.namespace}/{PODGROUPS}"
         for index, members in enumerate(self.size.groups):
             self.rest.create(path, podgroup_manifest(self.variant.api, f"group-{index}", members))
@@ -206,8 +210,6 @@ def run_gang_workload(
     """Runs each variant whose scheduler is in `schedulers`, in VARIANTS order, one record
     each, on control planes as run_workloads (`new_control_plane()` must serve both PodGroup
     APIs)."""
-    if control_plane is not None:
-        _serve_podgroups(control_plane)
     planes: ControlPlanes = control_plane or new_control_plane
     size = workload.sizes[size_name]
 
@@ -225,19 +227,6 @@ def run_gang_workload(
                 config=gang_config(workload, variant),
             )
             run = partial(GangRun, workload=workload, size=size, variant=variant, options=options)
-            execute = partial(run_on_control_plane, control_plane=planes, prepare=_serve_podgroups)
-            yield record, partial(execute, make_run=run)
+            yield record, partial(run_on_control_plane, control_plane=planes, make_run=run)
 
     return run_in_turn(runs(), options)
-
-
-def _serve_podgroups(cp: ControlPlane) -> None:
-    """The alpha PodGroup CRD, and scheduler-plugins' right to read its groups."""
-    client = cp.api_client()
-    rest = RestClient(client)
-    try:
-        apply_crds(client, PODGROUP_CRD)
-        grant_podgroups(rest)
-    finally:
-        rest.close()
-        client.close()

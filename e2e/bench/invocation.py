@@ -56,8 +56,7 @@ def run_in_turn(runs: Iterable[tuple[RunRecord, Execute]], options: RunOptions) 
     for record, execute in runs:
         before = load_average()
         if record.skipped is None and leftover is not None:
-            leftover_note = f"an earlier run's pods and nodes could not be deleted ({leftover})"
-            record.failed = f"not run: {leftover_note}"
+            record.failed = f"not run: an earlier run's pods and nodes stayed ({leftover})"
         elif record.skipped is None:
             execute(record)
             leftover = record.cleanup_failed
@@ -76,11 +75,10 @@ def run_on_control_plane(
     record: RunRecord,
     control_plane: ControlPlanes,
     make_run: Callable[..., Run],
-    prepare: Callable[[ControlPlane], None] | None = None,
 ) -> None:
     """Executes the run `make_run(cp, cleanup=...)` gives and completes `record` (record_run). A
     shared control plane is used as it is, and the run deletes its objects for the next one;
-    from a factory the run gets a control plane of its own, `prepare`d, started for it and
+    from a factory the run gets a control plane of its own, started for it and
     stopped after it, with no cleanup. A control plane that does not start is this run's
     failure, not the invocation's."""
     if isinstance(control_plane, ControlPlane):
@@ -97,8 +95,6 @@ def run_on_control_plane(
         record.failed = f"control plane did not start: {type(err).__name__}: {err}"
         return
     try:
-        if prepare is not None:
-            prepare(cp)
         record_run(make_run(cp, cleanup=False), record)
     finally:
         cp.stop()
@@ -107,7 +103,7 @@ def run_on_control_plane(
 def record_run(run: Run, record: RunRecord) -> None:
     """Executes `run` and completes its `record`: figures (or why it failed), phases, and where
     its log is."""
-    record.mode = run.mode
+    record.mode = run.options.mode
     record.pending_pods = run.options.pending_pods or None
     record.create_qps = run.options.create_qps
     try:

@@ -132,7 +132,7 @@ class PodWatcher:
                     meta = obj.get("metadata", {})
                     version = meta.get("resourceVersion", version)
                     if event.get("type") != "BOOKMARK":
-                        self._record(meta.get("name", ""), obj, now, event.get("type") == "DELETED")
+                        self._record(meta.get("name", ""), obj, now, event["type"] == "DELETED")
                     if self._stop.is_set():
                         break
             except Exception as exc:  # a dropped connection: resume from the last version

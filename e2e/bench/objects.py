@@ -107,14 +107,14 @@ class ClusterObjects:
         self.cluster_objects: list[str] = []
         self.phases: dict[str, float] = {}
         self._lock = threading.Lock()
-        self._client = cp.api_client()
+        self.client = cp.api_client()
         #: For the pod watch and what RestClient does not send (safe to share among threads).
-        self.core = k8s.CoreV1Api(self._client)
-        self.rest = RestClient(self._client)
+        self.core = k8s.CoreV1Api(self.client)
+        self.rest = RestClient(self.client)
 
     def close(self) -> None:
         self.rest.close()
-        self._client.close()
+        self.client.close()
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:

@@ -13,7 +13,6 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 RESULTS_DIR = REPO_ROOT / "bench-results"
-DEFAULT_DEADLINE = 900.0
 
 
 def flag(default: Any, help: str, **argparse_options: Any) -> Any:
@@ -26,7 +25,7 @@ class RunOptions:
     """The flags that shape each run, in the order `--help` lists them."""
 
     deadline: float = flag(
-        DEFAULT_DEADLINE,
+        900.0,
         "seconds to wait for the measured pods; pods still unbound count as unscheduled",
         type=float,
     )

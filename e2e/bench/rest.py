@@ -28,7 +28,7 @@ class CreateError(RuntimeError):
 
 
 class RestClient:
-    """POST/DELETE with the credentials of a kubernetes ApiClient; safe to share across threads."""
+    """Requests with the credentials of a kubernetes ApiClient; safe to share across threads."""
 
     def __init__(self, api_client: k8s.ApiClient) -> None:
         conf = api_client.configuration

@@ -42,6 +42,7 @@ from e2e.bench.schedulers import scheduler_config as bench_config
 from e2e.bench.scraped import Scrape, api_server_figures, keep_metrics, scrape, scraped_figures
 from e2e.bench.workload import Arrivals, Size, Workload
 from e2e.cluster import ControlPlane, NotReadyError, wait_for
+from e2e.cluster.controlplane import feature_gate_flags
 from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 
 LEAD_IN_ROUNDS = 3
@@ -87,7 +88,6 @@ class Run(ClusterObjects):
     ) -> None:
         super().__init__(cp, workload, size, options)
         self.which = which
-        self.mode = options.mode
         #: Whether the run deletes its objects at the end: not when its control plane is its own
         #: and is stopped after it (nothing of the run outlives it then).
         self.cleans_up = cleanup
@@ -105,9 +105,9 @@ class Run(ClusterObjects):
         """The KubeSchedulerConfiguration the scheduler under test runs with."""
         return bench_config(self.workload)
 
-    def scheduler_feature_gates(self) -> dict[str, bool] | None:
-        """The scheduler's --feature-gates (None: its default, see running_scheduler)."""
-        return pysched_feature_gates(self.workload) if self.which == KUBE_PYSCHED else None
+    def pysched_feature_gates(self) -> dict[str, bool]:
+        """kube-pysched's --feature-gates (kube-scheduler runs with the control plane's)."""
+        return pysched_feature_gates(self.workload)
 
     def extra_figures(self, times: PodTimes, names: list[str]) -> GangFigures | None:
         """Figures of a live run beyond summarize's (none here)."""
@@ -122,7 +122,7 @@ class Run(ClusterObjects):
         try:
             if self.options.capacity:
                 capacity_cpus()  # fails at once, before any setup, on a one-CPU machine
-            refused = owner_refusal(self.workload, self.mode, self.options.create_qps)
+            refused = owner_refusal(self.workload, self.options.mode, self.options.create_qps)
             if refused is not None:
                 raise ValueError(refused)
             self.set_up()
@@ -155,7 +155,6 @@ class Run(ClusterObjects):
                         run_id=self.run_id,
                         workdir=self.options.results_dir,
                         cpus=cpus,
-                        feature_gates=self.scheduler_feature_gates(),
                         extra_args=self._scheduler_args(),
                     )
                 )
@@ -165,10 +164,11 @@ class Run(ClusterObjects):
         self.phases["scheduler_stop"] = round(time.monotonic() - stopping, 1)
 
     def _scheduler_args(self) -> list[str]:
-        """-v=N (--verbosity) for any scheduler, --pysched-arg's for kube-pysched."""
+        """-v=N (--verbosity); for kube-pysched, its feature gates and --pysched-arg's."""
         verbosity = self.options.verbosity
         args = [] if verbosity is None else [f"-v={verbosity}"]
         if self.which == KUBE_PYSCHED:
+            args += feature_gate_flags(self.pysched_feature_gates())
             args += self.options.pysched_args or ()
         return args
 
@@ -301,7 +301,7 @@ class Run(ClusterObjects):
             cpu_ms_per_pod=round(1000 * cpu / bound, 2) if bound else 0.0,
             peak_rss_mib=round(after.usage.peak_rss_bytes / 2**20, 1),
             cpu=cpu_breakdown(before.cpu, after.cpu),
-            mode=self.mode,
+            mode=self.options.mode,
             setup_seconds=self.phases["setup"],
             work=scraped_figures(before.scraped, after.scraped),
             api_server=api_server_figures(before.api, after.api),

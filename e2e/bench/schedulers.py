@@ -4,14 +4,15 @@ Both run kube-scheduler's default profile (schedulerName `bench-scheduler`) minu
 plugins kube-pysched lacks, so both run the same plugins, with leader election off and
 scheduler_perf's client limits, and both as system:kube-scheduler, so the API server authorises
 and queues them alike. A workload needing a missing plugin runs with kube-scheduler only and
-is reported "not supported yet" for kube-pysched.
+is reported "not supported yet" for kube-pysched; one kube-pysched builds behind a switch of its
+own (PYSCHED_SWITCHES) is enabled for both, with the switch on for kube-pysched.
 """
 
 from __future__ import annotations
 
 import functools
 import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,6 @@ from kubernetes import config as k8s_config
 from e2e.bench.workload import SCHEDULER_NAME, Workload
 from e2e.cluster import ControlPlane
 from e2e.cluster.build import ensure_scheduler_plugins
-from e2e.cluster.controlplane import feature_gate_flags
 from e2e.cluster.readiness import get_text, tls_context
 from e2e.pysched import Pysched
 from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
@@ -104,14 +104,13 @@ def running_scheduler(
     run_id: str,
     workdir: Path,
     cpus: set[int] | None = None,
-    feature_gates: Mapping[str, bool] | None = None,
     extra_args: Sequence[str] = (),
 ) -> Iterator[RunningScheduler]:
     """Starts `which` (ready to serve, with `extra_args` on its command line) and stops it on
     exit.
 
-    `cpus` pins it (capacity mode); `feature_gates` are its own (None: kube-scheduler gets the
-    control plane's, kube-pysched none; scheduler-plugins' build never any). Every log ends up
+    `cpus` pins it (capacity mode). kube-scheduler runs with the control plane's feature gates,
+    scheduler-plugins' build with none. Every log ends up
     in `workdir/logs` (kube-scheduler's copied there: its folder goes with the control plane).
     """
     logs = workdir / "logs"
@@ -123,7 +122,7 @@ def running_scheduler(
             config,
             name=name,
             cpus=cpus,
-            feature_gates={} if plugins else feature_gates,
+            feature_gates={} if plugins else None,
             binary=ensure_scheduler_plugins() if plugins else None,
             extra_args=list(extra_args),
         )
@@ -144,7 +143,7 @@ def running_scheduler(
         workdir=logs,
         name=f"kube-pysched-{run_id}",
         cpus=cpus,
-        extra_args=[*feature_gate_flags(feature_gates or {}), *extra_args],
+        extra_args=list(extra_args),
     ).start()
     assert sched.process is not None
     try:

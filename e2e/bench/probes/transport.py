@@ -26,7 +26,9 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+import urllib3
 
+from e2e.cluster.controlplane import ControlPlane
 from e2e.cluster.nodes import create_kwok_node
 from scheduler.api.parse import parse_pod
 from scheduler.client.api import KubeApi, events_path, pod_path
@@ -136,8 +138,6 @@ class Urllib3(Client):
     name = "urllib3 PoolManager"
 
     def __init__(self, server: str, ctx: Any) -> None:
-        import urllib3
-
         self.server = server
         self.pool = urllib3.PoolManager(ssl_context=ctx, maxsize=1)
 
@@ -251,8 +251,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.kubeconfig:
         results = run(args.kubeconfig, args.requests, args.repeats)
     else:
-        from e2e.cluster.controlplane import ControlPlane
-
         with ControlPlane(with_scheduler=False) as cp:
             cp.start()
             results = run(str(cp.kubeconfig), args.requests, args.repeats)
