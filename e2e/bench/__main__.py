@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     workloads = load_workloads()
     names_all = ordered_names(workloads)
     gangs = gang_names(workloads)
-    sizes = sorted({s for w in workloads.values() for s in w.sizes}, key=_size_order)
+    size_names = {s for w in workloads.values() for s in w.sizes}  # named first, then by nodes
+    sizes = sorted(size_names, key=lambda n: (int(n), n) if n.isdigit() else (-1, n))
     parser = argparse.ArgumentParser(prog="python -m e2e.bench", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--workload",
@@ -163,10 +164,6 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + "\n\n".join(t for t in tables if t))
     print(f"\nJSON per run in {options.results_dir}")
     return 1 if any(r.failed is not None for r in records) else 0
-
-
-def _size_order(name: str) -> tuple[int, str]:
-    return (int(name), name) if name.isdigit() else (-1, name)
 
 
 if __name__ == "__main__":

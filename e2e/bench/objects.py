@@ -67,8 +67,7 @@ def parallel(
 ) -> None:
     """Runs fn over items from a thread pool, re-raising the first failure."""
     with ThreadPoolExecutor(threads, thread_name_prefix="bench-create") as pool:
-        for _ in pool.map(fn, items):
-            pass
+        list(pool.map(fn, items))
 
 
 def unready_node_count(node_list: dict[str, Any], names: Container[str]) -> int:

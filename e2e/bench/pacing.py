@@ -23,8 +23,6 @@ def creation_offsets(rate: float, count: int) -> list[float]:
     """Seconds after the start at which each of `count` pods is due: i / rate."""
     if rate <= 0:
         raise ValueError(f"the creation rate must be positive, not {rate}")
-    if count < 0:
-        raise ValueError(f"the pod count must not be negative, not {count}")
     return [i / rate for i in range(count)]
 
 

@@ -176,17 +176,18 @@ def one_line(record: Record) -> str:
         return f"{head} {not_measured(record)}"
     f = record["figures"]
     deleted = f.get("deleted_before_bound_pods", 0)
-    groups = (
-        f"groups all bound {f['groups_all_bound']}/{f['groups']} in p50 "
-        f"{f['group_all_bound_p50_s']} / p90 {f['group_all_bound_p90_s']} / max "
-        f"{f['group_all_bound_max_s']} s  "
-    )
+    groups = ""
+    if "groups" in f:
+        groups = (
+            f"groups all bound {f['groups_all_bound']}/{f['groups']} in p50 "
+            f"{f['group_all_bound_p50_s']} / p90 {f['group_all_bound_p90_s']} / max "
+            f"{f['group_all_bound_max_s']} s  "
+        )
     failed = record.get("cleanup_failed")
     return (
         f"{head} {run_mode(record):<9} {f['throughput_overall']:>7} pods/s  "
-        f"latency p99 {f['latency_p99_ms']} ms  "
-        + (groups if "groups" in f else "")
-        + f"cpu {f['cpu_seconds']} s ({f.get('cpu_ms_per_pod', '-')} ms/pod)  "
+        f"latency p99 {f['latency_p99_ms']} ms  {groups}"
+        f"cpu {f['cpu_seconds']} s ({f.get('cpu_ms_per_pod', '-')} ms/pod)  "
         f"rss {f['peak_rss_mib']} MiB  "
         f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
         + (f"  deleted before bound {deleted}" if deleted else "")
