@@ -242,8 +242,8 @@ class VolumeTemplate:
                 "claimRef": {**claim_ref, "namespace": namespace},
             },
         )
-        pvc_spec = {"accessModes": [self.access_mode], "volumeName": volume}
-        pvc_spec["resources"] = {"requests": {"storage": self.size}}
+        resources = {"requests": {"storage": self.size}}
+        pvc_spec = {"accessModes": [self.access_mode], "resources": resources, "volumeName": volume}
         return claim, pv, api_object("v1", "PersistentVolumeClaim", claim, pvc_spec)
 
 
@@ -334,9 +334,9 @@ def load_workloads(directory: Path = WORKLOADS_DIR) -> dict[str, Workload]:
             raise ValueError(f"{path}: measuredPods.owner {workload.owner!r}: only ReplicaSet")
         if (workload.owner or workload.service) and not workload.measured.labels:
             raise ValueError(f"{path}: an owner or a service needs measured pod labels")
-        driver = workload.nodes.resource_driver
-        for size in workload.sizes.values() if driver is not None else ():
-            if size.init_pods > size.nodes * driver.devices:  # each holds a device of its node
+        devices = workload.nodes.resource_driver.devices if workload.nodes.resource_driver else 0
+        for size in workload.sizes.values() if devices else ():
+            if size.init_pods > size.nodes * devices:  # each holds a device of its node
                 raise ValueError(f"{path}: size {size.name} has more init pods than devices")
         workloads[workload.name] = workload
     return workloads
