@@ -1,4 +1,4 @@
-"""A run's objects in the cluster: its namespace, nodes, volumes and pods, made and deleted.
+"""A run's objects in the cluster: namespace, nodes, volumes, device claims, pods; made, deleted.
 
 Every run gets its own namespace and nodes (labelled with the run id), so each scheduler meets
 an identical cluster. Init pods are placed directly (spec.nodeName), so setup does not depend on
