@@ -318,15 +318,14 @@ def test_runs_after_a_failed_cleanup_are_not_run(
     """Their scheduler would see the earlier run's pods and nodes."""
     calls: list[str] = []
 
-    def fake_run_one(workload: Any, which: str, *args: Any) -> None:
-        calls.append(which)
-        record: RunRecord = args[-1]
+    def fake_run(record: RunRecord, **_: Any) -> None:
+        calls.append(record.scheduler)
         pods = PodFigures(*[0] * len(fields(PodFigures)))
         machine = MachineFigures(1.0, 1.0, {}, {})
         record.figures = Figures(pods, 1.0, 1.0, 1.0, 1.0, machine, "live", 0.0)
         record.cleanup_failed = "NotReadyError: pods still present"
 
-    monkeypatch.setattr(bench_main, "run_one", fake_run_one)
+    monkeypatch.setattr(bench_main, "run_on_control_plane", fake_run)
     records = _json(
         run_workloads(
             ["SchedulingBasic", "Unschedulable"],

@@ -29,7 +29,7 @@ from e2e.bench.invocation import (
 from e2e.bench.options import DEFAULT_OPTIONS, RunOptions
 from e2e.bench.pinning import CapacityError, capacity_cpus
 from e2e.bench.record import RunRecord, to_json
-from e2e.bench.report import gang_table, one_line, repeat_table, table
+from e2e.bench.report import gang_table, repeat_table, table
 from e2e.bench.runner import Run
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
@@ -38,7 +38,7 @@ from e2e.bench.schedulers import (
     scheduler_config,
     unsupported_reason,
 )
-from e2e.bench.workload import Workload, gang_names, load_workloads, ordered_names
+from e2e.bench.workload import gang_names, load_workloads, ordered_names
 from e2e.cluster import ControlPlane, build
 from e2e.cluster.build import ensure_scheduler_plugins
 
@@ -65,51 +65,32 @@ def run_workloads(
         for round_no in range(1, options.repeat + 1):
             for name in names:
                 workload = workloads[name]
+                size, repeated = workload.sizes[size_name], options.repeat > 1
                 for which in schedulers:
-                    record = header(workload, size_name, which)
-                    if options.repeat > 1:
-                        record.repeat, record.repeats = round_no, options.repeat
-                    yield record, partial(run_one, workload, which, planes, options)
+                    skipped = unsupported_reason(workload) if which == KUBE_PYSCHED else None
+                    record = RunRecord(
+                        name,
+                        size_name,
+                        which,
+                        nodes=size.nodes,
+                        init_pods=size.init_pods,
+                        config=scheduler_config(workload),
+                        skipped=skipped,
+                        repeat=round_no if repeated else None,
+                        repeats=options.repeat if repeated else None,
+                    )
+                    run = partial(Run, workload=workload, size=size, which=which, options=options)
+                    yield record, partial(run_on_control_plane, control_plane=planes, make_run=run)
 
-    return run_in_turn(runs(), options, one_line)
-
-
-def header(workload: Workload, size_name: str, which: str) -> RunRecord:
-    """What a run of `workload` at `size_name` with `which` is, before it runs."""
-    size = workload.sizes[size_name]
-    reason = unsupported_reason(workload)
-    return RunRecord(
-        workload.name,
-        size_name,
-        which,
-        nodes=size.nodes,
-        init_pods=size.init_pods,
-        config=scheduler_config(workload),
-        skipped=reason if which == KUBE_PYSCHED else None,
-    )
-
-
-def run_one(
-    workload: Workload,
-    which: str,
-    control_plane: ControlPlanes,
-    options: RunOptions,
-    record: RunRecord,
-) -> None:
-    """Runs `record`'s pair and fills the record in."""
-    size = workload.sizes[record.size]
-
-    def make_run(cp: ControlPlane, cleanup: bool) -> Run:
-        return Run(cp, workload, size, which, options, cleanup=cleanup)
-
-    run_on_control_plane(record, control_plane, make_run)
+    return run_in_turn(runs(), options)
 
 
 def main(argv: list[str] | None = None) -> int:
     workloads = load_workloads()
     names_all = ordered_names(workloads)
     gangs = gang_names(workloads)
-    sizes = sorted({s for w in workloads.values() for s in w.sizes}, key=_size_order)
+    size_names = {s for w in workloads.values() for s in w.sizes}  # named first, then by nodes
+    sizes = sorted(size_names, key=lambda n: (int(n), n) if n.isdigit() else (-1, n))
     parser = argparse.ArgumentParser(prog="python -m e2e.bench", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--workload",
@@ -127,41 +108,35 @@ def main(argv: list[str] | None = None) -> int:
     )
     RunOptions.add_flags(parser)
     args = parser.parse_args(argv)
-    if args.verbosity is not None and args.verbosity < 0:
-        parser.error("--verbosity must be 0 or more")
-    if args.repeat < 1:
-        parser.error("--repeat must be 1 or more")
-    if args.create_qps is not None and args.create_qps <= 0:
-        parser.error("--create-qps must be positive")
-    if args.create_qps is not None and (args.backlog or args.capacity):
-        parser.error("--create-qps paces live runs; it does not combine with --backlog/--capacity")
-    if args.pending_pods and args.capacity:
-        parser.error("--capacity already leaves the pods Pending; --pending-pods is for the others")
-    if args.capacity:
-        try:
+    command = "python -m e2e.bench " + " ".join(sys.argv[1:] if argv is None else argv)
+    try:
+        options = RunOptions.from_args(args, command)
+        if options.capacity:
             capacity_cpus()
-        except CapacityError as err:
-            parser.error(str(err))
+    except (ValueError, CapacityError) as err:
+        parser.error(str(err))
     names = names_all if args.workload == "all" else args.workload.split(",")
     unknown = [n for n in names if n not in workloads]
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(unknown)}")
-    sizeless = [n for n in names if args.size not in workloads[n].sizes]
-    if len(sizeless) == 1:
-        its = ", ".join(workloads[sizeless[0]].sizes)
-        parser.error(f"size {args.size}: {sizeless[0]} has no such size (its sizes: {its})")
+    sizeless = [
+        f"{n} (sizes {', '.join(workloads[n].sizes)})"
+        for n in names
+        if args.size not in workloads[n].sizes
+    ]
     if sizeless:
-        parser.error(f"size {args.size}: {', '.join(sizeless)} have no such size")
+        parser.error(f"no size {args.size} in {'; '.join(sizeless)}")
     preempting = [n for n in names if PREEMPTION in workloads[n].requires]
-    if (args.pending_pods or args.capacity) and preempting:
-        flag = "--pending-pods" if args.pending_pods else "--capacity"
+    if (options.pending_pods or options.capacity) and preempting:
+        flag = "--pending-pods" if options.pending_pods else "--capacity"
         parser.error(
             f"{flag}: {', '.join(preempting)} preempt; a pod evicted while kwok ignores it "
             "would stay Terminating (kwok plays no pod-delete stage for it)"
         )
     gang = [n for n in names if n in gangs]
-    live_once = ("backlog", "capacity", "pending_pods")
-    if gang and (len(names) > 1 or args.repeat > 1 or any(getattr(args, f) for f in live_once)):
+    if gang and (
+        len(names) > 1 or options.repeat > 1 or options.drains_backlog or options.pending_pods
+    ):
         parser.error(
             f"{gang[0]} runs alone, live, once (no --backlog, --capacity, --repeat or "
             "--pending-pods)"
@@ -175,31 +150,20 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     build()
-    command = "python -m e2e.bench " + " ".join(sys.argv[1:] if argv is None else argv)
-    options = RunOptions.from_args(args, command)
     if gang:
         if SCHEDULER_PLUGINS in schedulers:
             # Built first (once, cached), so a build failure stops the benchmark before any
             # cluster is started.
             ensure_scheduler_plugins()
         records = run_gang_workload(workloads[gang[0]], args.size, schedulers, options)
-        print()
-        print(gang_table([to_json(r) for r in records]))
+        tables = [gang_table([to_json(r) for r in records])]
     else:
         records = run_workloads(names, args.size, schedulers, options)
         saved = [to_json(r) for r in records]
-        print()
-        print(table(saved))
-        repeated = repeat_table(saved)
-        if repeated:
-            print()
-            print(repeated)
+        tables = [table(saved), repeat_table(saved)]
+    print("\n" + "\n\n".join(t for t in tables if t))
     print(f"\nJSON per run in {options.results_dir}")
     return 1 if any(r.failed is not None for r in records) else 0
-
-
-def _size_order(name: str) -> tuple[int, str]:
-    return (int(name), name) if name.isdigit() else (-1, name)
 
 
 if __name__ == "__main__":

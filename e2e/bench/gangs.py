@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from kubernetes import client as k8s
-
 from e2e.bench.invocation import (
     ControlPlanes,
     bench_control_plane,
@@ -28,7 +26,7 @@ from e2e.bench.invocation import (
 from e2e.bench.measure import PodTimes, percentile
 from e2e.bench.options import DEFAULT_OPTIONS, RunOptions
 from e2e.bench.record import GangFigures, RunRecord
-from e2e.bench.report import gang_line
+from e2e.bench.rest import RestClient
 from e2e.bench.runner import Run
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
@@ -36,7 +34,7 @@ from e2e.bench.schedulers import (
     SCHEDULER_PLUGINS,
     scheduler_config,
 )
-from e2e.bench.workload import Size, Workload
+from e2e.bench.workload import Size, Workload, api_object
 from e2e.cluster import ControlPlane
 from e2e.podgroups import GROUP as ALPHA_GROUP
 from e2e.podgroups import LABEL as ALPHA_LABEL
@@ -101,18 +99,11 @@ def gang_config(workload: Workload, variant: Variant) -> dict[str, Any]:
     return config
 
 
-def group_name(index: int) -> str:
-    return f"group-{index}"
-
-
 def podgroup_manifest(api: str, name: str, members: int) -> dict[str, Any]:
     """A PodGroup whose quorum is all `members` of the group."""
-    spec: dict[str, Any]
     if api == V1ALPHA1:
-        spec = {"minMember": members}
-    else:
-        spec = {"schedulingPolicy": {"gang": {"minCount": members}}}
-    return {"apiVersion": api, "kind": "PodGroup", "metadata": {"name": name}, "spec": spec}
+        return api_object(api, "PodGroup", name, {"minMember": members})
+    return api_object(api, "PodGroup", name, {"schedulingPolicy": {"gang": {"minCount": members}}})
 
 
 def group_times(times: PodTimes, names: list[str], group_of: list[int]) -> dict[int, float]:
@@ -154,18 +145,22 @@ class GangRun(Run):
     def scheduler_config(self) -> dict[str, Any]:
         return gang_config(self.workload, self.variant)
 
-    def scheduler_feature_gates(self) -> dict[str, bool] | None:
+    def pysched_feature_gates(self) -> dict[str, bool]:
         # kube-pysched's GangScheduling reads v1beta1 PodGroups only with the gate, as
-        # kube-scheduler (given the control plane's gates by default) does.
-        return dict(GATES) if self.variant.api == V1BETA1 else None
+        # kube-scheduler (given the control plane's gates) does.
+        return dict(GATES) if self.variant.api == V1BETA1 else {}
 
     def create_groups(self) -> None:
+        """The alpha PodGroup CRD and scheduler-plugins' right to read its groups (kept on the
+        control plane), then the groups."""
+        apply_crds(self.client, PODGROUP_CRD)
+        grant_podgroups(self.rest)
         path = f"/apis/{self.variant.api}/namespaces/{self.namespace}/{PODGROUPS}"
         for index, members in enumerate(self.size.groups):
-            self.rest.create(path, podgroup_manifest(self.variant.api, group_name(index), members))
+            self.rest.create(path, podgroup_manifest(self.variant.api, f"group-{index}", members))
 
     def measured_manifest(self, name: str) -> dict[str, Any]:
-        group = group_name(self._group_of[int(name.removeprefix("pod-"))])
+        group = f"group-{self._group_of[int(name.removeprefix('pod-'))]}"
         if self.variant.api == V1BETA1:
             return self.workload.measured.manifest(name, schedulingGroup={"podGroupName": group})
         manifest = self.workload.measured.manifest(name)
@@ -182,27 +177,20 @@ SCHEDULER_USER = "system:kube-scheduler"
 PODGROUP_ROLE = "bench-scheduler-plugins-podgroups"
 
 
-def grant_podgroups(api_client: k8s.ApiClient) -> None:
+def grant_podgroups(rest: RestClient) -> None:
     """Lets the kube-scheduler identity use scheduler-plugins' PodGroups, as scheduler-plugins'
     install manifests do for its scheduler. Without it Coscheduling's PodGroup informer never
     syncs and that scheduler binds nothing (not even the warm-up pod)."""
-    rbac, group = k8s.RbacAuthorizationV1Api(api_client), "rbac.authorization.k8s.io"
+    group = "rbac.authorization.k8s.io"
     verbs = ["get", "list", "watch", "update", "patch"]
     resources = [PODGROUPS, f"{PODGROUPS}/status"]
     rules = [{"apiGroups": [ALPHA_GROUP], "resources": resources, "verbs": verbs}]
-    role = {"metadata": {"name": PODGROUP_ROLE}, "rules": rules}
     role_ref = {"apiGroup": group, "kind": "ClusterRole", "name": PODGROUP_ROLE}
     subjects = [{"apiGroup": group, "kind": "User", "name": SCHEDULER_USER}]
-    binding = {"metadata": {"name": PODGROUP_ROLE}, "roleRef": role_ref, "subjects": subjects}
-    for create, body in (
-        (rbac.create_cluster_role, role),
-        (rbac.create_cluster_role_binding, binding),
-    ):
-        try:
-            create(body)
-        except k8s.ApiException as err:
-            if err.status != 409:
-                raise
+    meta = {"name": PODGROUP_ROLE}
+    rest.create(f"/apis/{group}/v1/clusterroles", {"metadata": meta, "rules": rules})
+    binding = {"metadata": meta, "roleRef": role_ref, "subjects": subjects}
+    rest.create(f"/apis/{group}/v1/clusterrolebindings", binding)
 
 
 def gang_control_plane() -> ControlPlane:
@@ -222,8 +210,6 @@ def run_gang_workload(
     """Runs each variant whose scheduler is in `schedulers`, in VARIANTS order, one record
     each, on control planes as run_workloads (`new_control_plane()` must serve both PodGroup
     APIs)."""
-    if control_plane is not None:
-        _serve_podgroups(control_plane)
     planes: ControlPlanes = control_plane or new_control_plane
     size = workload.sizes[size_name]
 
@@ -240,28 +226,7 @@ def run_gang_workload(
                 group_sizes=list(size.groups),
                 config=gang_config(workload, variant),
             )
+            run = partial(GangRun, workload=workload, size=size, variant=variant, options=options)
+            yield record, partial(run_on_control_plane, control_plane=planes, make_run=run)
 
-            def make_run(cp: ControlPlane, cleanup: bool, variant: Variant = variant) -> Run:
-                return GangRun(cp, workload, size, variant, options=options, cleanup=cleanup)
-
-            yield (
-                record,
-                partial(
-                    run_on_control_plane,
-                    control_plane=planes,
-                    make_run=make_run,
-                    prepare=_serve_podgroups,
-                ),
-            )
-
-    return run_in_turn(runs(), options, gang_line)
-
-
-def _serve_podgroups(cp: ControlPlane) -> None:
-    """The alpha PodGroup CRD, and scheduler-plugins' right to read its groups."""
-    client = cp.api_client()
-    try:
-        apply_crds(client, PODGROUP_CRD)
-        grant_podgroups(client)
-    finally:
-        client.close()
+    return run_in_turn(runs(), options)

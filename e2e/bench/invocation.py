@@ -9,7 +9,6 @@ are not run (their scheduler would see the earlier run's pods and nodes: not com
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from collections.abc import Callable, Iterable
@@ -20,7 +19,7 @@ from urllib3.exceptions import HTTPError
 
 from e2e.bench.options import RunOptions
 from e2e.bench.record import RunRecord, to_json
-from e2e.bench.report import machine_facts
+from e2e.bench.report import load_average, machine_facts, one_line
 from e2e.bench.runner import Run
 from e2e.bench.schedulers import authenticated_user
 from e2e.cluster import ControlPlane
@@ -47,16 +46,8 @@ def bench_control_plane(**options: Any) -> ControlPlane:
     )
 
 
-def load_average() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-def run_in_turn(
-    runs: Iterable[tuple[RunRecord, Execute]],
-    options: RunOptions,
-    line: Callable[[dict[str, Any]], str],
-) -> list[RunRecord]:
-    """Executes each (record, execute) in order, completing, writing and printing (`line`)
+def run_in_turn(runs: Iterable[tuple[RunRecord, Execute]], options: RunOptions) -> list[RunRecord]:
+    """Executes each (record, execute) in order, completing, writing and printing (one_line)
     its record; `runs` is read one at a time, so each record's `started` is its own."""
     options.results_dir.mkdir(parents=True, exist_ok=True)
     machine = machine_facts()
@@ -65,8 +56,7 @@ def run_in_turn(
     for record, execute in runs:
         before = load_average()
         if record.skipped is None and leftover is not None:
-            leftover_note = f"an earlier run's pods and nodes could not be deleted ({leftover})"
-            record.failed = f"not run: {leftover_note}"
+            record.failed = f"not run: an earlier run's pods and nodes stayed ({leftover})"
         elif record.skipped is None:
             execute(record)
             leftover = record.cleanup_failed
@@ -77,25 +67,24 @@ def run_in_turn(
         record.command = options.command
         record.write(options.results_dir)
         records.append(record)
-        print(line(to_json(record)), flush=True)
+        print(one_line(to_json(record)), flush=True)
     return records
 
 
 def run_on_control_plane(
     record: RunRecord,
     control_plane: ControlPlanes,
-    make_run: Callable[[ControlPlane, bool], Run],
-    prepare: Callable[[ControlPlane], None] | None = None,
+    make_run: Callable[..., Run],
 ) -> None:
-    """Executes the run `make_run(cp, cleanup)` gives and completes `record` (record_run). A
+    """Executes the run `make_run(cp, cleanup=...)` gives and completes `record` (record_run). A
     shared control plane is used as it is, and the run deletes its objects for the next one;
-    from a factory the run gets a control plane of its own, `prepare`d, started for it and
+    from a factory the run gets a control plane of its own, started for it and
     stopped after it, with no cleanup. A control plane that does not start is this run's
     failure, not the invocation's."""
     if isinstance(control_plane, ControlPlane):
         record.control_plane = "shared"
         record.node_lease_seconds = control_plane.node_lease_duration_seconds
-        record_run(make_run(control_plane, True), record)
+        record_run(make_run(control_plane, cleanup=True), record)
         return
     record.control_plane = "own"
     try:
@@ -106,9 +95,7 @@ def run_on_control_plane(
         record.failed = f"control plane did not start: {type(err).__name__}: {err}"
         return
     try:
-        if prepare is not None:
-            prepare(cp)
-        record_run(make_run(cp, False), record)
+        record_run(make_run(cp, cleanup=False), record)
     finally:
         cp.stop()
 
@@ -116,7 +103,7 @@ def run_on_control_plane(
 def record_run(run: Run, record: RunRecord) -> None:
     """Executes `run` and completes its `record`: figures (or why it failed), phases, and where
     its log is."""
-    record.mode = run.mode
+    record.mode = run.options.mode
     record.pending_pods = run.options.pending_pods or None
     record.create_qps = run.options.create_qps
     try:
@@ -130,11 +117,10 @@ def record_run(run: Run, record: RunRecord) -> None:
         return
     record.run_id = run.run_id
     record.scheduler_log = str(run.scheduler_log)
-    if run.scheduler_kubeconfig is not None:
-        # Asked after the window, so the review is not among the measured requests.
-        try:
-            record.scheduler_user = authenticated_user(run.scheduler_kubeconfig)
-        except (ApiException, HTTPError, OSError) as err:
-            print(f"warning: could not ask who the scheduler ran as: {err}", file=sys.stderr)
+    # Asked after the window, so the review is not among the measured requests.
+    try:
+        record.scheduler_user = authenticated_user(run.cp.scheduler_kubeconfig)
+    except (ApiException, HTTPError, OSError) as err:
+        print(f"warning: could not ask who the scheduler ran as: {err}", file=sys.stderr)
     record.watch_errors = run.watch_errors or None
     record.pinning = run.pinning

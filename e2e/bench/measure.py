@@ -131,15 +131,8 @@ class PodWatcher:
                         break
                     meta = obj.get("metadata", {})
                     version = meta.get("resourceVersion", version)
-                    kind = event.get("type")
-                    if kind != "BOOKMARK":
-                        self._record(
-                            meta.get("name", ""),
-                            obj.get("spec", {}),
-                            now,
-                            kind == "DELETED",
-                            obj.get("status", {}).get("phase"),
-                        )
+                    if event.get("type") != "BOOKMARK":
+                        self._record(meta.get("name", ""), obj, now, event["type"] == "DELETED")
                     if self._stop.is_set():
                         break
             except Exception as exc:  # a dropped connection: resume from the last version
@@ -159,11 +152,10 @@ class PodWatcher:
                 self._first_bound.set()
         return self._first_bound
 
-    def _record(
-        self, name: str, spec: dict[str, Any], now: float, deleted: bool, phase: str | None
-    ) -> None:
+    def _record(self, name: str, pod: dict[str, Any], now: float, deleted: bool) -> None:
         with self._lock:
-            self.times.record(name, spec, now, deleted, phase)
+            phase = pod.get("status", {}).get("phase")
+            self.times.record(name, pod.get("spec", {}), now, deleted, phase)
             if name in self._expected and name in self.times.bound:
                 self._first_bound.set()
 
@@ -173,10 +165,7 @@ class PodWatcher:
 
     def snapshot(self) -> PodTimes:
         with self._lock:
-            times = self.times
-            return PodTimes(
-                dict(times.created), dict(times.bound), dict(times.deleted), dict(times.running)
-            )
+            return PodTimes(**{name: dict(seen) for name, seen in vars(self.times).items()})
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""A run's objects in the cluster: its namespace, nodes, volumes and pods, made and deleted.
+"""A run's objects in the cluster: namespace, nodes, volumes, device claims, pods; made, deleted.
 
 Every run gets its own namespace and nodes (labelled with the run id), so each scheduler meets
 an identical cluster. Init pods are placed directly (spec.nodeName), so setup does not depend on
@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Container, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
 from kubernetes import client as k8s
@@ -24,10 +24,12 @@ from urllib3.exceptions import HTTPError
 
 from e2e.bench.measure import PodWatcher
 from e2e.bench.options import RunOptions
-from e2e.bench.rest import RestClient
+from e2e.bench.rest import CreateError, RestClient
 from e2e.bench.scraped import cluster_pod_lists
 from e2e.bench.workload import (
+    POD_CLAIM,
     PRIORITY_CLASSES,
+    RESOURCE_API,
     NodeTemplate,
     PodTemplate,
     Size,
@@ -65,24 +67,7 @@ def parallel(
 ) -> None:
     """Runs fn over items from a thread pool, re-raising the first failure."""
     with ThreadPoolExecutor(threads, thread_name_prefix="bench-create") as pool:
-        for _ in pool.map(fn, items):
-            pass
-
-
-def ensure_priority_classes(api_client: k8s.ApiClient) -> None:
-    """The PriorityClasses the workload templates name (cluster-wide, created once)."""
-    scheduling = k8s.SchedulingV1Api(api_client)
-    for name, value in PRIORITY_CLASSES.items():
-        body = {
-            "metadata": {"name": name},
-            "value": value,
-            "preemptionPolicy": "PreemptLowerPriority",
-        }
-        try:
-            scheduling.create_priority_class(body)
-        except ApiException as err:
-            if err.status != 409:
-                raise
+        list(pool.map(fn, items))
 
 
 def unready_node_count(node_list: dict[str, Any], names: Container[str]) -> int:
@@ -117,29 +102,18 @@ class ClusterObjects:
         self.namespace = f"bench-{self.run_id}"
         self.run_label = {"bench": self.run_id}
         self.node_names: list[str] = []
-        self.volume_names: list[str] = []
-        self.csi_nodes: list[str] = []
+        #: The paths of the cluster-wide objects made besides the nodes, deleted with them.
+        self.cluster_objects: list[str] = []
         self.phases: dict[str, float] = {}
-        self._local = threading.local()
-        self._clients: list[k8s.ApiClient] = []
-        self._clients_lock = threading.Lock()
-        self.rest = RestClient(self.api().api_client)
-
-    def api(self) -> k8s.CoreV1Api:
-        """A kubernetes client per thread (the main, watch and churn threads each use one)."""
-        api: k8s.CoreV1Api | None = getattr(self._local, "api", None)
-        if api is None:
-            client = self.cp.api_client()
-            with self._clients_lock:
-                self._clients.append(client)
-            api = k8s.CoreV1Api(client)
-            self._local.api = api
-        return api
+        self._lock = threading.Lock()
+        self.client = cp.api_client()
+        #: For the pod watch and what RestClient does not send (safe to share among threads).
+        self.core = k8s.CoreV1Api(self.client)
+        self.rest = RestClient(self.client)
 
     def close(self) -> None:
         self.rest.close()
-        for client in self._clients:
-            client.close()
+        self.client.close()
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:
@@ -161,11 +135,19 @@ class ClusterObjects:
 
     # --- setup ------------------------------------------------------------------------------
 
+    def create_namespace(self) -> None:
+        """The run's namespace, and the PriorityClasses the workload templates name
+        (cluster-wide, created once)."""
+        for name, value in PRIORITY_CLASSES.items():
+            body = {"metadata": {"name": name}, "value": value}
+            self.rest.create("/apis/scheduling.k8s.io/v1/priorityclasses", body)
+        self.rest.create("/api/v1/namespaces", {"metadata": {"name": self.namespace}})
+
     def set_up(self) -> None:
         """The namespace's objects before the scheduler starts, each waited for."""
         lists_before = self._cluster_pod_lists()
         with self._phase("setup"):
-            wait_default_service_account(self.api(), self.namespace)
+            wait_default_service_account(self.core, self.namespace)
             self.create_nodes(range(self.size.nodes))
             self.create_service()
             self.create_volumes()
@@ -208,23 +190,19 @@ class ClusterObjects:
 
         def create(pod: str) -> None:
             _, pv, pvc = volumes.manifests(self.namespace, pod)
-            with self._clients_lock:
-                self.volume_names.append(pv["metadata"]["name"])
+            with self._lock:
+                self.cluster_objects.append(f"/api/v1/persistentvolumes/{pv['metadata']['name']}")
             self.rest.create("/api/v1/persistentvolumes", pv)
             self.rest.create(claims_path, pvc)
 
         parallel(create, pods)
-
-        def bound() -> bool | str:
-            resp = self.api().list_namespaced_persistent_volume_claim(
-                self.namespace, _preload_content=False
-            )
-            claims = json.loads(resp.data)["items"]
-            n = sum(1 for c in claims if c.get("status", {}).get("phase") == "Bound")
-            return n >= len(pods) or f"{n}/{len(pods)} claims Bound"
-
-        timeout = max(120.0, CLAIM_BOUND_SECONDS_EACH * len(pods))
-        wait_for(bound, timeout=timeout, what="the run's claims Bound")
+        self._wait_listed(
+            claims_path,
+            lambda claim: claim.get("status", {}).get("phase") == "Bound",
+            len(pods),
+            "the run's claims Bound",
+            CLAIM_BOUND_SECONDS_EACH,
+        )
 
     def create_nodes(
         self, indexes: Iterable[int], *, template: NodeTemplate | None = None
@@ -235,43 +213,61 @@ class ClusterObjects:
 
         def create(pair: tuple[int, str]) -> None:
             i, name = pair
-            if node_template.csi_node:
-                self.rest.create(
-                    "/apis/storage.k8s.io/v1/csinodes", node_template.csi_node_manifest(name)
-                )
-                with self._clients_lock:
-                    self.csi_nodes.append(name)
+            for path, obj in node_template.node_objects(name):
+                self.rest.create(path, obj)
+                with self._lock:
+                    self.cluster_objects.append(f"{path}/{name}")
             self.rest.create("/api/v1/nodes", node_template.manifest(name, i, self.run_label))
 
         parallel(create, pairs)
         names = [name for _, name in pairs]
         self.node_names += names
         if template is None:
-            self._wait_nodes_ready(len(self.node_names))
+            # Registered Ready, the nodes still wait for the node lifecycle controller to lift
+            # the not-ready taint the API server's admission put on them: 5000 take minutes.
+            self._wait_listed(
+                f"/api/v1/nodes?labelSelector=bench%3D{self.run_id}",
+                _node_ready,
+                len(self.node_names),
+                "the run's nodes to be Ready",
+                NODE_READY_SECONDS_EACH,
+            )
         return names
 
-    def _wait_nodes_ready(self, count: int) -> None:
-        """Until the nodes are Ready and no not-ready taint is left on them."""
+    def _wait_listed(
+        self,
+        path: str,
+        wanted: Callable[[dict[str, Any]], bool],
+        count: int,
+        what: str,
+        seconds_each: float,
+    ) -> None:
+        """Until `count` of the objects listed at `path` are `wanted` (for at most
+        `seconds_each` per object, and at least 300 s)."""
 
-        def ready() -> bool | str:
-            resp = self.api().list_node(
-                label_selector=f"bench={self.run_id}", _preload_content=False
-            )
-            nodes = json.loads(resp.data)["items"]
-            n = sum(1 for node in nodes if _node_ready(node))
-            return n >= count or f"{n}/{count} nodes Ready"
+        def enough() -> bool | str:
+            status, body = self.rest.request("GET", path)
+            if status != 200:
+                return f"the list answered {status}"
+            n = sum(1 for item in json.loads(body)["items"] if wanted(item))
+            return n >= count or f"{n}/{count}"
 
-        # Registered Ready, the nodes still wait for the node lifecycle controller to lift the
-        # not-ready taint the API server's admission put on them: 5000 can take minutes.
-        timeout = max(300.0, NODE_READY_SECONDS_EACH * count)
-        wait_for(ready, timeout=timeout, what="the run's nodes to be Ready", interval=1.0)
+        timeout = max(300.0, seconds_each * count)
+        wait_for(enough, timeout=timeout, what=what, interval=1.0)
 
     def create_service(self) -> None:
+        """The measured pods' Service, and the DeviceClass (cluster-wide, kept) and the
+        ResourceClaimTemplate of a workload with a resource driver."""
         if self.workload.service:
             self.rest.create(
                 f"/api/v1/namespaces/{self.namespace}/services",
                 service_manifest(MEASURED_OWNER, self.workload.measured),
             )
+        driver = self.workload.nodes.resource_driver
+        if driver is not None:
+            self.rest.create(f"/apis/{RESOURCE_API}/deviceclasses", driver.device_class())
+            templates = f"/apis/{RESOURCE_API}/namespaces/{self.namespace}/resourceclaimtemplates"
+            self.rest.create(templates, driver.claim_template())
 
     def create_init_pods(self) -> None:
         """Init pods placed round-robin over the nodes, as if scheduled before the run."""
@@ -280,8 +276,18 @@ class ClusterObjects:
             return
         nodes = self.node_names
 
+        driver = self.workload.nodes.resource_driver
+        claims = f"/apis/{RESOURCE_API}/namespaces/{self.namespace}/resourceclaims"
+
         def create(i: int) -> None:
-            self.create_pod(template.manifest(f"init-{i}", nodeName=nodes[i % len(nodes)]))
+            name, node = f"init-{i}", nodes[i % len(nodes)]
+            spec: dict[str, Any] = {"nodeName": node}
+            if driver is not None:  # a device of its node, held as if the scheduler allocated it
+                claim, status = driver.allocated_claim(f"{name}-claim", node, i // len(nodes))
+                self.rest.create(claims, claim)
+                self.rest.create(f"{claims}/{name}-claim/status", status, method="PATCH")
+                spec["resourceClaims"] = [{"name": POD_CLAIM, "resourceClaimName": f"{name}-claim"}]
+            self.create_pod(template.manifest(name, **spec))
 
         parallel(create, range(self.size.init_pods))
         if not self.options.capacity:  # capacity mode has kwok leave them Pending
@@ -294,7 +300,7 @@ class ClusterObjects:
         each run). Only init pods are in the namespace yet."""
 
         def running() -> bool | str:
-            left = self.api().list_namespaced_pod(
+            left = self.core.list_namespaced_pod(
                 self.namespace, field_selector="status.phase!=Running", limit=1
             )
             return not left.items or f"{left.items[0].metadata.name} and maybe others not Running"
@@ -339,7 +345,7 @@ class ClusterObjects:
         self.create_pod(WARMUP.manifest("warm-up"))
 
         def bound() -> bool | str:
-            pod = self.api().read_namespaced_pod("warm-up", self.namespace)
+            pod = self.core.read_namespaced_pod("warm-up", self.namespace)
             return bool(pod.spec.node_name) or "not bound yet"
 
         wait_for(bound, timeout=120, what="the warm-up pod to be bound", interval=0.1)
@@ -400,50 +406,40 @@ class ClusterObjects:
     # --- cleanup ----------------------------------------------------------------------------
 
     def cleanup(self) -> None:
-        """Deletes the run's pods, nodes and namespace; waits for the pods and nodes to be gone.
-
-        The namespace itself is left to terminate in the background: nothing in it is left
-        for a later run's scheduler to see.
-        """
-        api = self.api()
+        """Deletes the run's pods, nodes, namespace and cluster-wide objects; waits for the pods
+        and nodes to be gone. The namespace itself is left to terminate in the background:
+        nothing in it is left for a later run's scheduler to see. DeleteCollection of
+        tens of thousands of pods may be cut at the API server's timeout part way: it is asked
+        again while pods remain."""
+        namespace = f"/api/v1/namespaces/{self.namespace}"
         if self.workload.owner:  # or it would recreate the pods deleted next
-            with suppress(ApiException, HTTPError):
-                k8s.AppsV1Api(api.api_client).delete_namespaced_replica_set(
-                    MEASURED_OWNER, self.namespace, propagation_policy="Orphan"
-                )
-        self._delete_pods(api)
-        with suppress(ApiException, HTTPError):
-            api.delete_namespace(self.namespace, grace_period_seconds=0)
-        # Cluster-wide objects; a PV goes once its claim is gone (pv-protection).
-        for path, names in (
-            ("/api/v1/nodes", self.node_names),
-            ("/api/v1/persistentvolumes", self.volume_names),
-            ("/apis/storage.k8s.io/v1/csinodes", self.csi_nodes),
-        ):
-            parallel(lambda name, path=path: self.rest.delete(f"{path}/{name}"), names)
+            self._delete(f"/apis/apps/v1/namespaces/{self.namespace}/replicasets/{MEASURED_OWNER}")
+        self._delete(f"{namespace}/pods")
+        self._delete(namespace)
+        # A PV goes once its claim is gone (pv-protection).
+        parallel(
+            self._delete, [f"/api/v1/nodes/{n}" for n in self.node_names] + self.cluster_objects
+        )
         asked = time.monotonic()
 
         def gone() -> bool | str:
             nonlocal asked
             try:
-                pods = api.list_namespaced_pod(self.namespace, limit=1).items
-                nodes = api.list_node(label_selector=f"bench={self.run_id}", limit=1).items
+                pods = self.core.list_namespaced_pod(self.namespace, limit=1).items
+                nodes = self.core.list_node(label_selector=f"bench={self.run_id}", limit=1).items
             except (ApiException, HTTPError) as err:
                 return f"listing failed: {err}"
             if pods and time.monotonic() - asked > DELETE_RETRY_SECONDS:
-                self._delete_pods(api)  # the first request may have been cut off part way
+                self._delete(f"{namespace}/pods")
                 asked = time.monotonic()
             return (not pods and not nodes) or "pods or nodes still present"
 
         wait_for(gone, timeout=CLEANUP_TIMEOUT, what="the run's pods and nodes to be deleted")
 
-    def _delete_pods(self, api: k8s.CoreV1Api) -> None:
-        """DeleteCollection of the namespace's pods. With tens of thousands of pods the API
-        server may cut the request at its timeout after deleting only some; `cleanup` asks
-        again while pods remain."""
-        with suppress(ApiException, HTTPError):
-            resp = api.delete_collection_namespaced_pod(
-                self.namespace, grace_period_seconds=0, _preload_content=False
-            )
-            resp.read()
-            resp.release_conn()
+    def _delete(self, path: str) -> None:
+        """DELETE `path` (a collection: all of it), reporting a failure without raising: the
+        cleanup goes on, and waits for what matters to be gone."""
+        try:
+            self.rest.delete(path)
+        except (CreateError, OSError, http.client.HTTPException) as err:
+            print(f"warning: {err}", file=sys.stderr)

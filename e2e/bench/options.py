@@ -13,7 +13,6 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 RESULTS_DIR = REPO_ROOT / "bench-results"
-DEFAULT_DEADLINE = 900.0
 
 
 def flag(default: Any, help: str, **argparse_options: Any) -> Any:
@@ -26,7 +25,7 @@ class RunOptions:
     """The flags that shape each run, in the order `--help` lists them."""
 
     deadline: float = flag(
-        DEFAULT_DEADLINE,
+        900.0,
         "seconds to wait for the measured pods; pods still unbound count as unscheduled",
         type=float,
     )
@@ -68,8 +67,31 @@ class RunOptions:
         type=int,
         metavar="N",
     )
+    pysched_args: tuple[str, ...] | None = flag(
+        None,
+        "one more argument for kube-pysched's command line, e.g. "
+        "--pysched-arg=--explain-max-pods=0 (repeatable)",
+        flag="--pysched-arg",
+        action="append",
+        metavar="ARG",
+    )
     #: the command line, recorded in every record
     command: str = ""
+
+    def __post_init__(self) -> None:
+        """Refuses flags that contradict each other or are out of range."""
+        if self.verbosity is not None and self.verbosity < 0:
+            raise ValueError("--verbosity must be 0 or more")
+        if self.repeat < 1:
+            raise ValueError("--repeat must be 1 or more")
+        if self.create_qps is not None and self.create_qps <= 0:
+            raise ValueError("--create-qps must be positive")
+        if self.create_qps is not None and self.drains_backlog:
+            raise ValueError("--create-qps paces live runs, not --backlog or --capacity")
+        if self.pending_pods and self.capacity:
+            raise ValueError(
+                "--capacity already leaves the pods Pending; --pending-pods is not for it"
+            )
 
     @classmethod
     def add_flags(cls, parser: argparse.ArgumentParser) -> None:
@@ -86,6 +108,8 @@ class RunOptions:
     @classmethod
     def from_args(cls, args: argparse.Namespace, command: str) -> RunOptions:
         flags = {f.name: getattr(args, f.name) for f in fields(cls) if "help" in f.metadata}
+        if flags["pysched_args"] is not None:  # argparse appends to a list
+            flags["pysched_args"] = tuple(flags["pysched_args"])
         return cls(**flags, command=command)
 
     @property

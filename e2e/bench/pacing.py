@@ -7,7 +7,6 @@ behind says so.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,8 +23,6 @@ def creation_offsets(rate: float, count: int) -> list[float]:
     """Seconds after the start at which each of `count` pods is due: i / rate."""
     if rate <= 0:
         raise ValueError(f"the creation rate must be positive, not {rate}")
-    if count < 0:
-        raise ValueError(f"the pod count must not be negative, not {count}")
     return [i / rate for i in range(count)]
 
 
@@ -90,34 +87,26 @@ def create_paced(
     due = creation_offsets(rate, count)
     started = [0.0] * count
     done = [0.0] * count
-    lock = threading.Lock()
-    next_index = 0
     failed: list[BaseException] = []
     start = clock()
 
-    def worker() -> None:
-        nonlocal next_index
-        while True:
-            with lock:
-                if failed or next_index >= count:
-                    return
-                i = next_index
-                next_index += 1
-            delay = start + due[i] - clock()
-            if delay > 0:
-                wait(delay)  # the schedule itself, not a guess at when something is ready
-            started[i] = clock() - start
-            try:
-                create(i)
-            except BaseException as err:
-                with lock:
-                    failed.append(err)
-                return
-            done[i] = clock() - start
+    def one(i: int) -> None:
+        if failed:  # a create failed: the rest are not made
+            return
+        delay = start + due[i] - clock()
+        if delay > 0:
+            wait(delay)  # the schedule itself, not a guess at when something is ready
+        started[i] = clock() - start
+        try:
+            create(i)
+        except BaseException as err:
+            failed.append(err)
+            return
+        done[i] = clock() - start
 
+    # The pool's queue hands the pods to the workers in order.
     with ThreadPoolExecutor(max(1, min(threads, count)), thread_name_prefix="bench-paced") as pool:
-        for future in [pool.submit(worker) for _ in range(max(1, min(threads, count)))]:
-            future.result()
+        pool.map(one, range(count))
     if failed:
         raise failed[0]
     return Pacing(rate, due, started, done)

@@ -7,11 +7,11 @@ process's mask when it ends.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
-from types import TracebackType
 from typing import Any
 
 
@@ -32,15 +32,12 @@ def capacity_cpus(available: Iterable[int] | None = None) -> tuple[int, int]:
 
 def format_cpus(cpus: Iterable[int]) -> str:
     """A CPU set in the kernel's list format, e.g. "0-2,5"."""
-    ordered = sorted(set(cpus))
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
+    parts = []
+    # In a run of consecutive CPUs, CPU minus position stays the same.
+    for _, run in itertools.groupby(enumerate(sorted(set(cpus))), lambda at: at[1] - at[0]):
+        in_run = [cpu for _, cpu in run]
+        first, last = in_run[0], in_run[-1]
+        parts.append(str(first) if first == last else f"{first}-{last}")
     return ",".join(parts)
 
 
@@ -48,19 +45,16 @@ def thread_ids(pid: int) -> list[int]:
     return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
 
 
-def set_process_affinity(pid: int, cpus: set[int]) -> int:
-    """Sets every thread of `pid` to `cpus` (again until no new thread shows up); returns how
-    many threads were set. Threads that end meanwhile are skipped."""
+def set_process_affinity(pid: int, cpus: set[int]) -> None:
+    """Sets every thread of `pid` to `cpus`, again while new threads show up (at most ten
+    rounds). Threads that end meanwhile are skipped."""
     done: set[int] = set()
     for _ in range(10):
-        new = [t for t in thread_ids(pid) if t not in done]
-        if not new:
-            break
+        new = set(thread_ids(pid)) - done
         for tid in new:
             with suppress(ProcessLookupError):
                 os.sched_setaffinity(tid, cpus)
-            done.add(tid)
-    return len(done)
+        done |= new
 
 
 def thread_cpus(pid: int) -> dict[str, int]:
@@ -96,12 +90,7 @@ class Pinned:
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.restore()
 
     def restore(self) -> None:

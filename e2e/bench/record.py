@@ -138,10 +138,6 @@ class Figures:
     pacing: PacingFigures | None = field(default=None, metadata=INLINE)
 
 
-def utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 @dataclass
 class RunRecord:
     """One (workload, size, scheduler) run, filled in as the run goes; a field left None is
@@ -153,7 +149,7 @@ class RunRecord:
     variant: str | None = None
     plugin: str | None = None
     group_api: str | None = None
-    started: str = field(default_factory=utc_now)
+    started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     nodes: int | None = None
     init_pods: int | None = None
     group_sizes: list[int] | None = None

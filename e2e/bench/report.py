@@ -13,7 +13,7 @@ import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,10 @@ GANG_COLUMNS = (
 )
 
 
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def machine_facts() -> dict[str, Any]:
     """What the figures depend on besides the code: versions, CPU, memory, load."""
     with open("/proc/cpuinfo") as f:
@@ -77,7 +81,7 @@ def machine_facts() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "cpu_model": model,
         "memory_gib": round(memory / 2**30, 1),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "load_average": load_average(),
         "kernel": platform.release(),
         "versions": {
             "kubernetes": KUBERNETES_VERSION,
@@ -164,42 +168,31 @@ def notes(record: Record) -> list[str]:
     return out
 
 
-def _cleanup_note(record: Record) -> str:
-    failed = record.get("cleanup_failed")
-    return f"  CLEANUP FAILED: {failed}" if failed else ""
-
-
 def one_line(record: Record) -> str:
-    """Progress line printed as each run ends."""
-    head = f"{record['workload']:<26} {record['size']:>5} {record['scheduler']:<15}"
+    """Progress line printed as each run ends (a gang run's with its groups' times)."""
+    who = record.get("variant", record["scheduler"])
+    head = f"{record['workload']:<26} {record['size']:>5} {who:<15}"
     if "figures" not in record:
         return f"{head} {not_measured(record)}"
     f = record["figures"]
     deleted = f.get("deleted_before_bound_pods", 0)
+    groups = ""
+    if "groups" in f:
+        groups = (
+            f"groups all bound {f['groups_all_bound']}/{f['groups']} in p50 "
+            f"{f['group_all_bound_p50_s']} / p90 {f['group_all_bound_p90_s']} / max "
+            f"{f['group_all_bound_max_s']} s  "
+        )
+    failed = record.get("cleanup_failed")
     return (
         f"{head} {run_mode(record):<9} {f['throughput_overall']:>7} pods/s  "
-        f"latency p99 {f['latency_p99_ms']} ms  "
+        f"latency p99 {f['latency_p99_ms']} ms  {groups}"
         f"cpu {f['cpu_seconds']} s ({f.get('cpu_ms_per_pod', '-')} ms/pod)  "
         f"rss {f['peak_rss_mib']} MiB  "
         f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
         + (f"  deleted before bound {deleted}" if deleted else "")
-        + _cleanup_note(record)
+        + (f"  CLEANUP FAILED: {failed}" if failed else "")
         + "".join(f"\n    {note}" for note in notes(record))
-    )
-
-
-def gang_line(record: Record) -> str:
-    """Progress line printed as each gang run ends."""
-    head = f"{record['workload']:<16} {record['size']:>5} {record['variant']:<30}"
-    if "figures" not in record:
-        return f"{head} {not_measured(record)}"
-    f = record["figures"]
-    return (
-        f"{head} {f['throughput_overall']} pods/s  groups all bound {f['groups_all_bound']}/"
-        f"{f['groups']} in p50 {f['group_all_bound_p50_s']} / p90 {f['group_all_bound_p90_s']}"
-        f" / max {f['group_all_bound_max_s']} s  cpu {f['cpu_ms_per_pod']} ms/pod  "
-        f"unscheduled {f['unscheduled_pods']}  created at {f['create_rate']}/s"
-        + _cleanup_note(record)
     )
 
 
@@ -237,23 +230,6 @@ def _pair(runs: dict[str, Record]) -> tuple[dict[str, Any], dict[str, Any]] | No
     return None
 
 
-def _comparison(
-    records: Sequence[Record], columns: Columns
-) -> Iterator[tuple[tuple[str, str, str], str, Record | None, list[str]]]:
-    """Per group, each scheduler's row and then the ratio row: (group, who, the record or None
-    for the ratio, cells; a run without figures has one cell saying why)."""
-    for group, runs in _group(records).items():
-        for which in SCHEDULERS:
-            r = runs.get(which)
-            if r is not None:  # else that scheduler was not asked for
-                yield group, which, r, _cells(r, columns) if "figures" in r else [not_measured(r)]
-        pair = _pair(runs)
-        if pair is not None:
-            py, ks = pair
-            cells = [ratio(py[k], ks[k]) if k in py and k in ks else "-" for k, _ in columns]
-            yield group, "ratio py/ks", None, cells
-
-
 def _md_header(
     titles: Sequence[str], lead: str = "workload | size | scheduler | mode"
 ) -> list[str]:
@@ -274,16 +250,21 @@ def _md_cells(r: Record, cells: list[str], columns: Columns) -> str:
 def table(records: Sequence[Record], columns: Columns = COLUMNS) -> str:
     """Both schedulers' figures per workload and the kube-pysched / kube-scheduler ratio, as
     a Markdown table (docs/benchmarks.md): `columns` of the figures (WORK_COLUMNS: the
-    scheduling attempts, which explain the CPU)."""
+    scheduling attempts, which explain the CPU); a run without figures says why."""
     lines, footnotes = _md_header([title for _, title in columns]), []
-    for (workload, size, mode), who, r, cells in _comparison(records, columns):
-        if r is None:
-            lines.append(f"| {workload} | {size} | *{who}* | {mode} | {' | '.join(cells)} |")
-            continue
-        lines.append(
-            f"| {workload} | {size} | {who} | {mode_cell(r)} | {_md_cells(r, cells, columns)} |"
-        )
-        footnotes += [f"* {workload} {size} {who} {mode}: {n}" for n in notes(r)]
+    for (workload, size, mode), runs in _group(records).items():
+        for who, r in ((which, runs[which]) for which in SCHEDULERS if which in runs):
+            cells = _cells(r, columns) if "figures" in r else [not_measured(r)]
+            row = (
+                f"| {workload} | {size} | {who} | {mode_cell(r)} | {_md_cells(r, cells, columns)} |"
+            )
+            lines.append(row)
+            footnotes += [f"* {workload} {size} {who} {mode}: {n}" for n in notes(r)]
+        pair = _pair(runs)
+        if pair is not None:
+            py, ks = pair
+            cells = [ratio(py[k], ks[k]) if k in py and k in ks else "-" for k, _ in columns]
+            lines.append(f"| {workload} | {size} | *ratio py/ks* | {mode} | {' | '.join(cells)} |")
     return "\n".join(lines + (["", *footnotes] if footnotes else []))
 
 
@@ -295,13 +276,8 @@ def repeat_table(records: Sequence[Record]) -> str:
         pair = _pair(runs)
         if pair is not None:
             pairs.setdefault((runs[KUBE_SCHEDULER]["workload"], size, mode), []).append(pair)
-    titles = [title for _, title in REPEAT_COLUMNS]
-    lines = [
-        "| workload | size | mode | pairs | "
-        + " | ".join(f"{t} ratios | {t} median" for t in titles)
-        + " |",
-        "| --- | --- | --- | ---: | " + " | ".join("--- | ---:" for _ in titles) + " |",
-    ]
+    titles = [f"{t} {what}" for _, t in REPEAT_COLUMNS for what in ("ratios", "median")]
+    lines = _md_header(["pairs", *titles], "workload | size | mode")
     for (workload, size, mode), found in pairs.items():
         if len(found) < 2:
             continue
@@ -326,23 +302,18 @@ def gang_table(records: Sequence[Record]) -> str:
 
 
 def _window_table(
-    records: Sequence[Record],
-    titles: Sequence[str],
-    cells_of: Callable[[Record], list[Any] | None],
-    who: Callable[[Record], str] = lambda r: str(r["scheduler"]),
-    window: bool = True,
+    records: Sequence[Record], titles: Sequence[str], cells_of: Callable[[Record], list[Any]]
 ) -> str:
-    """One row per run whose record `cells_of` finds cells in (None: not recorded, no row),
-    then the window's length; "" when no run has any."""
-    lines = _md_header([*titles, "window s"] if window else titles)
+    """One row per run whose record has cells (`cells_of`: [] when not recorded), then the
+    window's length; "" when no run has any."""
+    lines = _md_header([*titles, "window s"])
     for r in records:
         cells = cells_of(r)
-        if cells is None:
-            continue
-        if window:
-            cells = [*cells, r.get("figures", {}).get("window_seconds", "")]
-        head = f"| {workload_label(r)} | {r['size']} | {who(r)} | {run_mode(r)} |"
-        lines.append(f"{head} {' | '.join(str(c) for c in cells)} |")
+        if cells:
+            who = r.get("variant", r["scheduler"])
+            cells.append(r["figures"].get("window_seconds", ""))
+            head = f"| {workload_label(r)} | {r['size']} | {who} | {run_mode(r)} |"
+            lines.append(f"{head} {' | '.join(str(c) for c in cells)} |")
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
@@ -352,20 +323,17 @@ CPU_USERS = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager", "bench
 def markdown_cpu_table(records: Sequence[Record]) -> str:
     """Who used the machine's CPUs while each run measured (runs that recorded it)."""
 
-    def cells(r: Record) -> list[Any] | None:
+    def cells(r: Record) -> list[Any]:
         figures = r.get("figures", {})
         used = figures.get("cpu_seconds_by_process")
         if not used:
-            return None
+            return []
         named = [used.get(r["scheduler"], 0.0), *(used.get(name, 0.0) for name in CPU_USERS)]
         busy = figures["machine_busy_cores"] * figures["window_seconds"]
-        other = round(max(0.0, busy - sum(named)), 2)
-        return [figures["machine_busy_cores"], *named, other, figures["window_seconds"]]
+        return [figures["machine_busy_cores"], *named, round(max(0.0, busy - sum(named)), 2)]
 
-    titles = ["busy cores", "scheduler s", *(f"{n} s" for n in CPU_USERS), "other s", "window s"]
-    return _window_table(
-        records, titles, cells, lambda r: str(r.get("variant", r["scheduler"])), window=False
-    )
+    titles = ["busy cores", "scheduler s", *(f"{n} s" for n in CPU_USERS), "other s"]
+    return _window_table(records, titles, cells)
 
 
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"})
@@ -402,9 +370,9 @@ def api_request_cells(requests: dict[str, int]) -> list[int]:
 def markdown_api_table(records: Sequence[Record]) -> str:
     """What the API server served while each run measured, from every client."""
 
-    def cells(r: Record) -> list[Any] | None:
+    def cells(r: Record) -> list[Any]:
         requests = r.get("figures", {}).get("api_requests")
-        return None if requests is None else list(api_request_cells(requests))
+        return [] if requests is None else list(api_request_cells(requests))
 
     return _window_table(records, [title for title, _ in API_COLUMNS], cells)
 

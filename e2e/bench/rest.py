@@ -28,7 +28,7 @@ class CreateError(RuntimeError):
 
 
 class RestClient:
-    """POST/DELETE with the credentials of a kubernetes ApiClient; safe to share across threads."""
+    """Requests with the credentials of a kubernetes ApiClient; safe to share across threads."""
 
     def __init__(self, api_client: k8s.ApiClient) -> None:
         conf = api_client.configuration
@@ -41,7 +41,7 @@ class RestClient:
             # As the scheduler's client: the CA in the handshake costs the API server a longer
             # verification on every request, for both schedulers' runs alike.
             send_certificate_file_only(self.context)
-        self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        self.headers = {"Accept": "application/json"}
         token = (conf.api_key or {}).get("authorization")
         if token:
             self.headers["Authorization"] = token
@@ -61,11 +61,14 @@ class RestClient:
         return conn
 
     def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
-        """One request on this thread's connection, reconnecting once if the server closed it."""
+        """One request on this thread's connection, reconnecting once if the server closed it;
+        a PATCH body is a JSON merge patch."""
+        kind = "merge-patch+json" if method == "PATCH" else "json"
+        headers = {**self.headers, "Content-Type": f"application/{kind}"}
         for reconnect in (False, True):
             conn = self._connection()
             try:
-                conn.request(method, path, body=body, headers=self.headers)
+                conn.request(method, path, body=body, headers=headers)
                 resp = conn.getresponse()
                 return resp.status, resp.read()
             except (http.client.HTTPException, OSError):
@@ -74,15 +77,16 @@ class RestClient:
                     raise
         raise AssertionError("unreachable")
 
-    def create(self, path: str, obj: dict[str, Any]) -> None:
-        """POSTs obj, retrying throttling and server errors; a 409 counts as created."""
+    def create(self, path: str, obj: dict[str, Any], method: str = "POST") -> None:
+        """POSTs obj (or PATCHes it), retrying throttling and server errors; a 409 counts as
+        created."""
         body = json.dumps(obj, separators=(",", ":")).encode()
         for attempt in range(ATTEMPTS):
-            status, reply = self.request("POST", path, body)
+            status, reply = self.request(method, path, body)
             if status < 300 or status == 409:
                 return
             if status not in RETRY_STATUSES or attempt == ATTEMPTS - 1:
-                raise CreateError(f"POST {path}: {status} {reply[:300]!r}")
+                raise CreateError(f"{method} {path}: {status} {reply[:300]!r}")
             time.sleep(0.1 * 2**attempt)
 
     def delete(self, path: str) -> None:

@@ -8,7 +8,6 @@ scheduler runs; backlog and capacity mode create them before it starts and measu
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,55 +26,36 @@ from e2e.bench.measure import (
     process_usage,
     summarize,
 )
-from e2e.bench.objects import CREATE_THREADS, ClusterObjects, ensure_priority_classes
+from e2e.bench.objects import CREATE_THREADS, ClusterObjects
 from e2e.bench.options import RunOptions
 from e2e.bench.pacing import Pacing, create_paced
 from e2e.bench.pinning import Pinned, capacity_cpus, format_cpus, thread_cpus
 from e2e.bench.record import Figures, GangFigures, PodFigures
 from e2e.bench.rest import CreateError
-from e2e.bench.schedulers import KUBE_PYSCHED, RunningScheduler, running_scheduler
+from e2e.bench.schedulers import (
+    KUBE_PYSCHED,
+    RunningScheduler,
+    pysched_feature_gates,
+    running_scheduler,
+)
 from e2e.bench.schedulers import scheduler_config as bench_config
 from e2e.bench.scraped import Scrape, api_server_figures, keep_metrics, scrape, scraped_figures
-from e2e.bench.workload import Size, Workload
+from e2e.bench.workload import Arrivals, Size, Workload
 from e2e.cluster import ControlPlane, NotReadyError, wait_for
+from e2e.cluster.controlplane import feature_gate_flags
 from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
 
 LEAD_IN_ROUNDS = 3
 HARNESS = "bench harness"
 
 
-class Countdown:
-    """Set once count_down() has been called `count` times (at once for a count of 0)."""
-
-    def __init__(self, count: int) -> None:
-        self._left = count
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        if count == 0:
-            self._done.set()
-
-    def count_down(self) -> None:
-        with self._lock:
-            self._left -= 1
-            if self._left <= 0:
-                self._done.set()
-
-    def wait(self, timeout: float) -> bool:
-        return self._done.wait(timeout)
-
-
 def owner_refusal(workload: Workload, mode: str, create_qps: float | None) -> str | None:
     """Why a run of `workload` in `mode` at `create_qps` cannot be measured, or None: backlog
     and capacity modes and a creation rate need the harness to create the measured pods, and
     a workload with an owner (a ReplicaSet) has kube-controller-manager create them."""
-    if not workload.owner:
+    if not workload.owner or (mode == "live" and create_qps is None):
         return None
-    if mode != "live":
-        asked = f"{mode} mode"
-    elif create_qps is not None:
-        asked = f"a creation rate (--create-qps {create_qps:g})"
-    else:
-        return None
+    asked = f"{mode} mode" if mode != "live" else f"a creation rate (--create-qps {create_qps:g})"
     return (
         f"{workload.name}: {asked} needs the harness to create the measured pods; this "
         f"workload has them created by a {workload.owner}"
@@ -93,10 +73,6 @@ class Reading:
     scraped: Scrape | None
 
 
-def warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr, flush=True)
-
-
 class Run(ClusterObjects):
     """One (workload, size, scheduler) run; `execute()` returns its figures."""
 
@@ -110,23 +86,18 @@ class Run(ClusterObjects):
         *,
         cleanup: bool = True,
     ) -> None:
-        if options.create_qps is not None and options.drains_backlog:
-            raise ValueError("a creation rate applies to live runs, not backlog or capacity")
         super().__init__(cp, workload, size, options)
         self.which = which
-        self.mode = options.mode
         #: Whether the run deletes its objects at the end: not when its control plane is its own
         #: and is stopped after it (nothing of the run outlives it then).
         self.cleans_up = cleanup
         self.scheduler_log: Path | None = None
-        #: The credentials the scheduler ran with (its user is recorded after the run).
-        self.scheduler_kubeconfig: Path | None = None
         self.watch_errors: list[str] = []
         self.cleanup_error: str | None = None
         #: Capacity mode: the CPUs used and each process's threads' CPU lists during the run.
         self.pinning: dict[str, Any] | None = None
-        helpers = (workload.background, workload.churn)
-        self._lead_in = Countdown(sum(1 for h in helpers if h is not None))
+        #: Released by the background and the churn once each has run its lead-in rounds.
+        self._lead_in = threading.Semaphore(0)
 
     # --- what a kind of workload varies (gangs.GangRun overrides these) ---------------------
 
@@ -134,9 +105,9 @@ class Run(ClusterObjects):
         """The KubeSchedulerConfiguration the scheduler under test runs with."""
         return bench_config(self.workload)
 
-    def scheduler_feature_gates(self) -> dict[str, bool] | None:
-        """The scheduler's --feature-gates (None: its default, see running_scheduler)."""
-        return None
+    def pysched_feature_gates(self) -> dict[str, bool]:
+        """kube-pysched's --feature-gates (kube-scheduler runs with the control plane's)."""
+        return pysched_feature_gates(self.workload)
 
     def extra_figures(self, times: PodTimes, names: list[str]) -> GangFigures | None:
         """Figures of a live run beyond summarize's (none here)."""
@@ -147,12 +118,11 @@ class Run(ClusterObjects):
     def execute(self) -> Figures:
         """The run's figures. A cleanup that fails leaves `cleanup_error` set (the figures
         stand, but the cluster still holds this run's objects)."""
-        ensure_priority_classes(self.api().api_client)
-        self.api().create_namespace({"metadata": {"name": self.namespace}})
+        self.create_namespace()
         try:
             if self.options.capacity:
                 capacity_cpus()  # fails at once, before any setup, on a one-CPU machine
-            refused = owner_refusal(self.workload, self.mode, self.options.create_qps)
+            refused = owner_refusal(self.workload, self.options.mode, self.options.create_qps)
             if refused is not None:
                 raise ValueError(refused)
             self.set_up()
@@ -185,14 +155,22 @@ class Run(ClusterObjects):
                         run_id=self.run_id,
                         workdir=self.options.results_dir,
                         cpus=cpus,
-                        feature_gates=self.scheduler_feature_gates(),
-                        verbosity=self.options.verbosity,
+                        extra_args=self._scheduler_args(),
                     )
                 )
-            self.scheduler_log, self.scheduler_kubeconfig = sched.log_path, sched.kubeconfig
+            self.scheduler_log = sched.log_path
             yield sched
             stopping = time.monotonic()
         self.phases["scheduler_stop"] = round(time.monotonic() - stopping, 1)
+
+    def _scheduler_args(self) -> list[str]:
+        """-v=N (--verbosity); for kube-pysched, its feature gates and --pysched-arg's."""
+        verbosity = self.options.verbosity
+        args = [] if verbosity is None else [f"-v={verbosity}"]
+        if self.which == KUBE_PYSCHED:
+            args += feature_gate_flags(self.pysched_feature_gates())
+            args += self.options.pysched_args or ()
+        return args
 
     def _drain_backlog(self) -> Figures:
         """Backlog mode: every measured pod exists before the scheduler starts; throughput is
@@ -200,7 +178,7 @@ class Run(ClusterObjects):
         the same window (both schedulers have synced by then: no start-up in the figure).
         Capacity mode also pins the control plane and this harness to one CPU and the scheduler
         to another, and kwok leaves the pods alone: the scheduler's own drain rate."""
-        watcher = PodWatcher(self.api(), self.namespace).start()
+        watcher = PodWatcher(self.core, self.namespace).start()
         names = [f"pod-{i}" for i in range(self.size.measured_pods)]
         first_bound = watcher.first_bound(set(names))
         try:
@@ -232,12 +210,17 @@ class Run(ClusterObjects):
     def _measure_live(self, sched: RunningScheduler) -> Figures:
         """Creates the measured pods while the scheduler runs (with the workload's background
         and churn going) and measures from the first create to the last binding."""
-        watcher = PodWatcher(self.api(), self.namespace).start()
+        watcher = PodWatcher(self.core, self.namespace).start()
         names = [f"pod-{i}" for i in range(self.size.measured_pods)]
         stop = threading.Event()
+        arrivals = (
+            (self.workload.background, self._background),
+            (self.workload.churn, self._churn),
+        )
         helpers = [
-            threading.Thread(target=fn, args=(stop,), name=f"bench-{fn.__name__}", daemon=True)
-            for fn in (self._background, self._churn)
+            threading.Thread(target=self._arrivals, args=(stop, spec, arrive), daemon=True)
+            for spec, arrive in arrivals
+            if spec is not None
         ]
         for thread in helpers:
             thread.start()
@@ -265,11 +248,10 @@ class Run(ClusterObjects):
         try:
             # Background and churn run LEAD_IN_ROUNDS rounds before the measured pods arrive,
             # so even a sub-second small run meets them (scheduler_perf starts them first too).
-            if not self._lead_in.wait(60):
-                raise TimeoutError("background or churn did not start")
-            before, after = self._window(
-                sched, create_and_wait, scrape_scheduler=True, finish=stop.set
-            )
+            for _ in helpers:
+                if not self._lead_in.acquire(timeout=60):
+                    raise TimeoutError("background or churn did not start")
+            before, after = self._window(sched, create_and_wait, scrape_scheduler=True)
         finally:
             stop.set()
             for thread in helpers:
@@ -278,7 +260,7 @@ class Run(ClusterObjects):
         self.watch_errors = watcher.errors
         times = watcher.snapshot()
         create_rate = round(len(names) / created_seconds, 1) if created_seconds else 0.0
-        figures = self._figures(
+        return self._figures(
             summarize(times, names, start),
             before,
             after,
@@ -287,8 +269,6 @@ class Run(ClusterObjects):
             unready_nodes=self.unready_nodes(),
             pacing=None if pacing is None else pacing.figures(),
         )
-        self._warn_about(figures, pacing)
-        return figures
 
     def _window(
         self,
@@ -296,25 +276,20 @@ class Run(ClusterObjects):
         body: Callable[[], None],
         *,
         scrape_scheduler: bool = False,
-        finish: Callable[[], None] = lambda: None,
     ) -> tuple[Reading, Reading]:
-        """Reads both ends of the window around `body` (`finish` runs when it ends, even by an
-        error). The API server's /metrics (megabytes) are read outside the CPU readings."""
+        """Reads both ends of the window around `body`. The API server's /metrics (megabytes)
+        are read outside the CPU readings."""
         pids = self._pids(sched.pid)
         metrics = sched.metrics if scrape_scheduler else None
         pauses = self.which == KUBE_PYSCHED
         api_before = self._api_server_metrics()
         usage, cpu = process_usage(sched.pid), cpu_snapshot(pids)
         before = Reading(usage, cpu, api_before, scrape(metrics, pauses=pauses))
-        try:
-            body()
-            usage, cpu = process_usage(sched.pid), cpu_snapshot(pids)
-            scraped = scrape(metrics, pauses=pauses)
-            keep_metrics(scraped, self.scheduler_log)
-            after = Reading(usage, cpu, self._api_server_metrics(), scraped)
-        finally:
-            finish()
-        return before, after
+        body()
+        usage, cpu = process_usage(sched.pid), cpu_snapshot(pids)
+        scraped = scrape(metrics, pauses=pauses)
+        keep_metrics(scraped, self.scheduler_log)
+        return before, Reading(usage, cpu, self._api_server_metrics(), scraped)
 
     def _figures(self, pods: PodFigures, before: Reading, after: Reading, **extra: Any) -> Figures:
         """The figures every mode records, from the pod watch and the window's two ends."""
@@ -326,33 +301,12 @@ class Run(ClusterObjects):
             cpu_ms_per_pod=round(1000 * cpu / bound, 2) if bound else 0.0,
             peak_rss_mib=round(after.usage.peak_rss_bytes / 2**20, 1),
             cpu=cpu_breakdown(before.cpu, after.cpu),
-            mode=self.mode,
+            mode=self.options.mode,
             setup_seconds=self.phases["setup"],
             work=scraped_figures(before.scraped, after.scraped),
             api_server=api_server_figures(before.api, after.api),
             **extra,
         )
-
-    def _warn_about(self, figures: Figures, pacing: Pacing | None) -> None:
-        """Warnings for what makes a live run's figures not comparable."""
-        who = f"{self.workload.name} with {self.which}"
-        if figures.work is not None and figures.work.events_dropped:
-            warn(
-                f"{who}: {figures.work.events_dropped} events dropped in the window (the "
-                "recorder's buffer was full: the API server was spared their writes)"
-            )
-        if figures.unready_nodes:
-            warn(
-                f"{who}: {figures.unready_nodes} of the run's nodes were tainted unreachable or "
-                "not-ready at the end of the window (their nominated pods preempt again "
-                "elsewhere: the figures are not comparable)"
-            )
-        if pacing is not None and not pacing.reached:
-            warn(
-                f"{who}: measured pods created at {pacing.achieved:.1f}/s, asked "
-                f"{pacing.asked:g}/s (the harness or the API server could not keep up; see "
-                "create_lag_*_ms in the record)"
-            )
 
     def _environment_pids(self) -> dict[str, int]:
         """Everything capacity mode keeps off the scheduler's CPU: the control plane's live
@@ -382,8 +336,8 @@ class Run(ClusterObjects):
 
     def _pids(self, scheduler_pid: int) -> dict[str, int]:
         """The processes whose CPU the record breaks down: control plane, scheduler, harness."""
-        control_plane = {n: pid for n, pid in self.cp.pids.items() if pid != scheduler_pid}
-        return {**control_plane, self.which: scheduler_pid, HARNESS: os.getpid()}
+        others = {n: pid for n, pid in self._environment_pids().items() if pid != scheduler_pid}
+        return {**others, self.which: scheduler_pid}
 
     def _wait_bound(self, watcher: PodWatcher, names: list[str]) -> None:
         """Until the watch has seen every wanted pod bound (or deleted before it could be), or
@@ -400,36 +354,31 @@ class Run(ClusterObjects):
 
     # --- load while measuring ---------------------------------------------------------------
 
-    def _background(self, stop: threading.Event) -> None:
-        """Pods arriving at a fixed interval (scheduler_perf churn, mode create)."""
-        spec = self.workload.background
-        if spec is None:
-            return
+    def _arrivals(
+        self, stop: threading.Event, spec: Arrivals, arrive: Callable[[int], None]
+    ) -> None:
+        """arrive(i) every `spec.interval` until `stop` (an arrival the API server refuses is
+        skipped); the lead-in is released after LEAD_IN_ROUNDS of them."""
         i = 0
         while not stop.is_set():
             with suppress(CreateError):
-                self.create_pod(spec.template.manifest(f"background-{i}"))
+                arrive(i)
             i += 1
             if i == LEAD_IN_ROUNDS:
-                self._lead_in.count_down()
+                self._lead_in.release()
             stop.wait(spec.interval)
 
-    def _churn(self, stop: threading.Event) -> None:
-        """A node and a pod deleted and created again each interval (churn, mode recreate)."""
+    def _background(self, i: int) -> None:
+        """A pod arriving (scheduler_perf churn, mode create)."""
+        assert self.workload.background is not None
+        self.create_pod(self.workload.background.template.manifest(f"background-{i}"))
+
+    def _churn(self, i: int) -> None:
+        """The previous node and pod deleted and created again (churn, mode recreate)."""
         spec = self.workload.churn
-        if spec is None:
-            return
-        i = 0
-        previous: tuple[str, str] | None = None
-        while not stop.wait(spec.interval):
-            with suppress(CreateError):
-                if previous is not None:
-                    self.rest.delete(f"/api/v1/nodes/{previous[0]}")
-                    self.rest.delete(f"/api/v1/namespaces/{self.namespace}/pods/{previous[1]}")
-                node = self.create_nodes([self.size.nodes + i], template=spec.node)[0]
-                pod = f"churn-{i}"
-                self.create_pod(spec.template.manifest(pod))
-                previous = (node, pod)
-            i += 1
-            if i == LEAD_IN_ROUNDS:
-                self._lead_in.count_down()
+        assert spec is not None
+        if i > 0:
+            self.rest.delete(f"/api/v1/nodes/bench-{self.run_id}-{self.size.nodes + i - 1}")
+            self.rest.delete(f"/api/v1/namespaces/{self.namespace}/pods/churn-{i - 1}")
+        self.create_nodes([self.size.nodes + i], template=spec.node)
+        self.create_pod(spec.template.manifest(f"churn-{i}"))

@@ -4,14 +4,15 @@ Both run kube-scheduler's default profile (schedulerName `bench-scheduler`) minu
 plugins kube-pysched lacks, so both run the same plugins, with leader election off and
 scheduler_perf's client limits, and both as system:kube-scheduler, so the API server authorises
 and queues them alike. A workload needing a missing plugin runs with kube-scheduler only and
-is reported "not supported yet" for kube-pysched.
+is reported "not supported yet" for kube-pysched; one kube-pysched builds behind a switch of its
+own (PYSCHED_SWITCHES) is enabled for both, with the switch on for kube-pysched.
 """
 
 from __future__ import annotations
 
 import functools
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +24,10 @@ from kubernetes import config as k8s_config
 from e2e.bench.workload import SCHEDULER_NAME, Workload
 from e2e.cluster import ControlPlane
 from e2e.cluster.build import ensure_scheduler_plugins
-from e2e.cluster.controlplane import feature_gate_flags
 from e2e.cluster.readiness import get_text, tls_context
 from e2e.pysched import Pysched
 from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
-from scheduler.plugins.registry import in_tree_registry
+from scheduler.plugins.registry import DRA_SWITCH, in_tree_registry
 
 KUBE_SCHEDULER = "kube-scheduler"
 KUBE_PYSCHED = "kube-pysched"
@@ -35,6 +35,9 @@ SCHEDULERS = (KUBE_SCHEDULER, KUBE_PYSCHED)
 #: scheduler-plugins' kube-scheduler (its Coscheduling plugin): the gang benchmark's third
 #: scheduler, built from its Go module only when a run asks for it.
 SCHEDULER_PLUGINS = "scheduler-plugins"
+#: Default plugins kube-pysched builds only behind a feature gate of its own: a workload that
+#: requires one runs kube-pysched with the gate on.
+PYSCHED_SWITCHES = {"DynamicResources": DRA_SWITCH}
 
 
 def pysched_missing_plugins() -> list[str]:
@@ -45,10 +48,16 @@ def pysched_missing_plugins() -> list[str]:
 
 def unsupported_reason(workload: Workload) -> str | None:
     """Why kube-pysched cannot run the workload yet, or None when it can."""
-    missing = [p for p in workload.requires if p in pysched_missing_plugins()]
+    lacking = set(pysched_missing_plugins()) - PYSCHED_SWITCHES.keys()
+    missing = [p for p in workload.requires if p in lacking]
     if not missing:
         return None
     return f"not supported yet: kube-pysched has no {', '.join(missing)} plugin"
+
+
+def pysched_feature_gates(workload: Workload) -> dict[str, bool]:
+    """The gates of PYSCHED_SWITCHES the workload's required plugins need."""
+    return {PYSCHED_SWITCHES[p]: True for p in workload.requires if p in PYSCHED_SWITCHES}
 
 
 def scheduler_config(workload: Workload) -> dict[str, Any]:
@@ -79,9 +88,8 @@ def authenticated_user(kubeconfig: Path) -> str:
 @dataclass
 class RunningScheduler:
     pid: int
-    log_path: Path | None
-    kubeconfig: Path  # the credentials it runs with
-    metrics: Callable[[], str] | None = None  # the scheduler's /metrics text
+    log_path: Path
+    metrics: Callable[[], str]  # the scheduler's /metrics text
 
 
 @contextmanager
@@ -93,18 +101,17 @@ def running_scheduler(
     run_id: str,
     workdir: Path,
     cpus: set[int] | None = None,
-    feature_gates: Mapping[str, bool] | None = None,
-    verbosity: int | None = None,
+    extra_args: Sequence[str] = (),
 ) -> Iterator[RunningScheduler]:
-    """Starts `which` (ready to serve) and stops it on exit.
+    """Starts `which` (ready to serve, with `extra_args` on its command line) and stops it on
+    exit.
 
-    `cpus` pins it (capacity mode); `feature_gates` are its own (None: kube-scheduler gets the
-    control plane's, kube-pysched none; scheduler-plugins' build never any). Every log ends up
+    `cpus` pins it (capacity mode). kube-scheduler runs with the control plane's feature gates,
+    scheduler-plugins' build with none. Every log ends up
     in `workdir/logs` (kube-scheduler's copied there: its folder goes with the control plane).
     """
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    verbose = [] if verbosity is None else [f"-v={verbosity}"]
     if which in (KUBE_SCHEDULER, SCHEDULER_PLUGINS):
         plugins = which == SCHEDULER_PLUGINS
         name = f"bench-{'sp' if plugins else 'ks'}-{run_id}"
@@ -112,18 +119,14 @@ def running_scheduler(
             config,
             name=name,
             cpus=cpus,
-            feature_gates={} if plugins else feature_gates,
+            feature_gates={} if plugins else None,
             binary=ensure_scheduler_plugins() if plugins else None,
-            extra_args=verbose,
+            extra_args=list(extra_args),
         )
         kept = logs / f"{name}.log"
         try:
-            yield RunningScheduler(
-                handle.pid,
-                kept,
-                cp.scheduler_kubeconfig,
-                metrics=functools.partial(get_text, handle.metrics_url, tls_context(cp.ca_cert)),
-            )
+            metrics = functools.partial(get_text, handle.metrics_url, tls_context(cp.ca_cert))
+            yield RunningScheduler(handle.pid, kept, metrics)
         finally:
             handle.stop()
             if handle.process.log_path.exists():
@@ -137,12 +140,10 @@ def running_scheduler(
         workdir=logs,
         name=f"kube-pysched-{run_id}",
         cpus=cpus,
-        extra_args=[*feature_gate_flags(feature_gates or {}), *verbose],
+        extra_args=list(extra_args),
     ).start()
     assert sched.process is not None
     try:
-        yield RunningScheduler(
-            sched.process.pid, sched.log_path, sched.kubeconfig, metrics=sched.metrics
-        )
+        yield RunningScheduler(sched.process.pid, sched.log_path, sched.metrics)
     finally:
         sched.stop()

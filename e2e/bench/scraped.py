@@ -8,10 +8,10 @@ say what was asked of the control plane.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -74,7 +74,8 @@ def gc_figures(before: Pauses, after: Pauses) -> GcFigures:
 
 
 def work_counters(text: str) -> dict[str, float]:
-    """Attempts by result (all profiles), preemption attempts and victims, as exposed now."""
+    """Attempts by result (all profiles), preemption attempts and victims, and events dropped
+    (kube-pysched's recorder), as exposed now."""
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
@@ -84,6 +85,8 @@ def work_counters(text: str) -> dict[str, float]:
                 key = "preemption_attempts"
             elif family.name == PREEMPTION_VICTIMS and sample.name.endswith("_sum"):
                 key = "preemption_victims"
+            elif family.name == EVENTS_DROPPED and sample.name.endswith("_total"):
+                key = "events_dropped"
             else:
                 continue
             out[key] = out.get(key, 0.0) + sample.value
@@ -106,22 +109,13 @@ def work_figures(before: dict[str, float], after: dict[str, float]) -> dict[str,
     return {key: round(after.get(key, 0.0) - before.get(key, 0.0)) for key in WORK_FIGURES}
 
 
-def events_dropped(text: str) -> float:
-    """kube-pysched's count of events its recorder dropped so far."""
-    for family in text_string_to_metric_families(text):
-        if family.name == EVENTS_DROPPED:
-            return sum(s.value for s in family.samples if s.name.endswith("_total"))
-    return 0.0
-
-
 @dataclass(frozen=True)
 class Scrape:
-    """One reading of a scheduler's /metrics: its work counters and (kube-pysched) GC pauses
-    and dropped events, and the whole text (kept beside the run's log after the window)."""
+    """One reading of a scheduler's /metrics: its work counters, (kube-pysched) GC pauses,
+    and the whole text (kept beside the run's log after the window)."""
 
     work: dict[str, float]
     pauses: Pauses | None
-    dropped: float | None = None
     text: str = ""
 
 
@@ -146,22 +140,20 @@ def scrape(fetch: Callable[[], str] | None, *, pauses: bool) -> Scrape | None:
     except (OSError, RuntimeError) as err:
         print(f"warning: could not scrape the scheduler's /metrics: {err}")
         return None
-    if not pauses:
-        return Scrape(work_counters(text), None, text=text)
-    return Scrape(work_counters(text), gc_pauses(text), events_dropped(text), text)
+    return Scrape(work_counters(text), gc_pauses(text) if pauses else None, text)
 
 
 def scraped_figures(before: Scrape | None, after: Scrape | None) -> WorkFigures | None:
     """The window's figures from two readings (None if either is missing)."""
     if before is None or after is None:
         return None
-    gc = None
-    if before.pauses is not None and after.pauses is not None:
-        gc = gc_figures(before.pauses, after.pauses)
-    dropped = None
-    if before.dropped is not None and after.dropped is not None:
-        dropped = round(after.dropped - before.dropped)
-    return WorkFigures(**work_figures(before.work, after.work), gc=gc, events_dropped=dropped)
+    if before.pauses is None or after.pauses is None:  # kube-scheduler's: no GC, no drops
+        return WorkFigures(**work_figures(before.work, after.work))
+    dropped = after.work.get("events_dropped", 0.0) - before.work.get("events_dropped", 0.0)
+    gc = gc_figures(before.pauses, after.pauses)
+    return WorkFigures(
+        **work_figures(before.work, after.work), gc=gc, events_dropped=round(dropped)
+    )
 
 
 def _request_kind(labels: dict[str, str]) -> str:
@@ -178,34 +170,29 @@ def _request_kind(labels: dict[str, str]) -> str:
     return f"{labels.get('verb', '')} {path}"
 
 
-def _series(text: str, prefixes: tuple[str, ...]) -> list[Any]:
-    """The samples of the lines starting with one of `prefixes`: the API server's /metrics
+def _request_series(text: str) -> list[tuple[dict[str, str], float]]:
+    """Each `apiserver_request_total` series so far, (labels, count). The API server's /metrics
     runs to megabytes, so only those lines go to the parser."""
-    lines = "\n".join(line for line in text.splitlines() if line.startswith(prefixes))
-    return [s for family in text_string_to_metric_families(lines + "\n") for s in family.samples]
+    lines = [line for line in text.splitlines() if line.startswith(API_REQUESTS + "{")]
+    families = text_string_to_metric_families("\n".join(lines) + "\n")
+    return [(s.labels, s.value) for family in families for s in family.samples]
 
 
-def _request_totals(text: str, key: Callable[[dict[str, str]], str | None]) -> dict[str, float]:
-    """`apiserver_request_total` so far, summed by `key` of each series' labels (a series whose
-    key is None left out)."""
-    out: dict[str, float] = {}
-    for sample in _series(text, (API_REQUESTS + "{",)):
-        name = key(sample.labels)
-        if name is not None:
-            out[name] = out.get(name, 0.0) + sample.value
-    return out
-
-
-def api_request_counts(text: str) -> dict[str, float]:
-    """The API server's served requests so far, summed over code, scope, version and component,
-    keyed `VERB [group/]resource[/subresource]` (e.g. `POST pods/binding`,
-    `PUT coordination.k8s.io/leases`)."""
-    return _request_totals(text, _request_kind)
-
-
-def _cluster_pod_list(labels: dict[str, str]) -> str | None:
-    listed = (labels.get("verb"), labels.get("group"), labels.get("resource"), labels.get("scope"))
-    return "LIST pods" if listed == ("LIST", "", "pods", "cluster") else None
+def api_request_counts(text: str) -> tuple[Counter[str], Counter[str]]:
+    """The API server's requests so far: all it served, summed over code, scope, version and
+    component, keyed `VERB [group/]resource[/subresource]` (e.g. `POST pods/binding`,
+    `PUT coordination.k8s.io/leases`); and those answered other than 2xx, keyed with the code
+    added (`POST pods/binding 429`): a client that retries (client-go on 429 and on some 5xx)
+    shows among the served as more requests than it made calls, and these say which."""
+    served: Counter[str] = Counter()
+    refused: Counter[str] = Counter()
+    for labels, n in _request_series(text):
+        kind = _request_kind(labels)
+        served[kind] += n
+        code = labels.get("code", "")
+        if not code.startswith("2"):
+            refused[f"{kind} {code or '?'}"] += n
+    return served, refused
 
 
 def cluster_pod_lists(text: str) -> float:
@@ -213,20 +200,9 @@ def cluster_pod_lists(text: str) -> float:
     answer (kwok does not retry a failed one). kwok makes one per node (`spec.nodeName=<node>`)
     when it first holds the node's Lease; while a run is set up the harness lists namespaced and
     the scheduler is not running yet."""
-    return _request_totals(text, _cluster_pod_list).get("LIST pods", 0.0)
-
-
-def _refusal_kind(labels: dict[str, str]) -> str | None:
-    code = labels.get("code", "")
-    return None if code.startswith("2") else f"{_request_kind(labels)} {code or '?'}"
-
-
-def api_refusal_counts(text: str) -> dict[str, float]:
-    """The API server's requests so far answered with a code other than 2xx, keyed
-    `VERB [group/]resource[/subresource] CODE` (e.g. `POST pods/binding 429`): a client that
-    retries (client-go on 429 and on some 5xx) shows in `api_requests` as more requests than
-    it made calls, and these say which."""
-    return _request_totals(text, _refusal_kind)
+    wanted = {"verb": "LIST", "group": "", "resource": "pods", "scope": "cluster"}
+    series = _request_series(text)
+    return sum(n for labels, n in series if all(labels.get(k) == v for k, v in wanted.items()))
 
 
 def api_request_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
@@ -240,7 +216,8 @@ def api_server_figures(before: str | None, after: str | None) -> ApiServerFigure
     refusals by kind. None (never zeros) when either reading could not be taken."""
     if before is None or after is None:
         return None
+    (served0, refused0), (served, refused) = api_request_counts(before), api_request_counts(after)
     return ApiServerFigures(
-        api_requests=api_request_figures(api_request_counts(before), api_request_counts(after)),
-        api_refusals=api_request_figures(api_refusal_counts(before), api_refusal_counts(after)),
+        api_requests=api_request_figures(served0, served),
+        api_refusals=api_request_figures(refused0, refused),
     )

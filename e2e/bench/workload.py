@@ -23,6 +23,17 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 # PriorityClasses the templates may name; scheduler_perf sets spec.priority directly, which the
 # Priority admission plugin of a real API server refuses.
 PRIORITY_CLASSES = {"bench-high": 9_999_999, "bench-unschedulable": 10}
+# scheduler_perf's DRA template names (dra/templates); a pod's claim is named `resource`.
+RESOURCE_API = "resource.k8s.io/v1"
+DEVICE_CLASS, CLAIM_TEMPLATE, POD_CLAIM = "test-class", "test-claim-template", "resource"
+CLAIM_SPEC = {
+    "devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": DEVICE_CLASS}}]}
+}
+
+
+def api_object(api_version: str, kind: str, name: str, spec: Any) -> dict[str, Any]:
+    """An object of `kind` named `name` with `spec`, as the API server takes it."""
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, "spec": spec}
 
 
 @dataclass(frozen=True)
@@ -72,20 +83,18 @@ class PodTemplate:
         )
 
     def manifest(self, name: str, **spec_fields: Any) -> dict[str, Any]:
-        """The Pod (as a dict): one pause container with requests equal to limits."""
-        spec: dict[str, Any] = {
+        """The Pod (as a dict): one pause container with requests equal to limits, using each
+        of the pod's resourceClaims."""
+        spec: dict[str, Any] = {**self.spec, **spec_fields}
+        resources: dict[str, Any] = {"requests": dict(self.requests), "limits": dict(self.requests)}
+        if spec.get("resourceClaims"):
+            resources["claims"] = [{"name": c["name"]} for c in spec["resourceClaims"]]
+        spec = {
             "schedulerName": SCHEDULER_NAME,
             "terminationGracePeriodSeconds": 0,
             "automountServiceAccountToken": False,
-            "containers": [
-                {
-                    "name": "pause",
-                    "image": PAUSE_IMAGE,
-                    "resources": {"requests": dict(self.requests), "limits": dict(self.requests)},
-                }
-            ],
-            **self.spec,
-            **spec_fields,
+            "containers": [{"name": "pause", "image": PAUSE_IMAGE, "resources": resources}],
+            **spec,
         }
         if self.priority_class:
             spec["priorityClassName"] = self.priority_class
@@ -96,6 +105,56 @@ class PodTemplate:
 
 
 @dataclass(frozen=True)
+class ResourceDriver:
+    """scheduler_perf's DRA objects (dra/templates, its createResourceDriver op): a
+    ResourceSlice per node with `devices` devices of `driver`, published as the op does (no
+    kubelet plugin), the DeviceClass selecting the driver and the ResourceClaimTemplate asking
+    one device of that class."""
+
+    driver: str
+    devices: int
+
+    def slice(self, node: str) -> dict[str, Any]:
+        attributes = {"model": {"string": "A100"}, "family": {"string": "GPU"}}
+        attributes["driverVersion"] = {"version": "1.2.3"}
+        devices = [
+            {
+                "name": f"instance-{i}",
+                "attributes": {**attributes, "dra.example.com/numa": {"int": i}},
+                "capacity": {"memory": {"value": "1Gi"}},
+            }
+            for i in range(self.devices)
+        ]
+        pool = {"name": node, "generation": 1, "resourceSliceCount": 1}
+        spec = {"driver": self.driver, "nodeName": node, "pool": pool, "devices": devices}
+        return api_object(RESOURCE_API, "ResourceSlice", node, spec)
+
+    def device_class(self) -> dict[str, Any]:
+        selector = {"cel": {"expression": f'device.driver == "{self.driver}"'}}
+        return api_object(RESOURCE_API, "DeviceClass", DEVICE_CLASS, {"selectors": [selector]})
+
+    def claim_template(self) -> dict[str, Any]:
+        return api_object(
+            RESOURCE_API, "ResourceClaimTemplate", CLAIM_TEMPLATE, {"spec": CLAIM_SPEC}
+        )
+
+    def allocated_claim(
+        self, name: str, node: str, device: int
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A claim of `device` on `node` and its status as allocated (scheduler_perf's
+        allocResourceClaims): what an init pod placed on `node` holds."""
+        claim = api_object(RESOURCE_API, "ResourceClaim", name, CLAIM_SPEC)
+        result = {"request": "req-0", "driver": self.driver, "pool": node}
+        result["device"] = f"instance-{device}"
+        on_node = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        allocation = {
+            "devices": {"results": [result]},
+            "nodeSelector": {"nodeSelectorTerms": [on_node]},
+        }
+        return claim, {"status": {"allocation": allocation}}
+
+
+@dataclass(frozen=True)
 class NodeTemplate:
     """Node capacity plus labels assigned round-robin over each label's values."""
 
@@ -103,24 +162,30 @@ class NodeTemplate:
     labels: Mapping[str, list[str]] = field(default_factory=dict)
     # CSI driver name -> attach limit: a CSINode per node, as its CSI node plugin would create.
     csi_node: Mapping[str, int] = field(default_factory=dict)
+    resource_driver: ResourceDriver | None = None
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any]) -> NodeTemplate:
         labels = {k: [str(v) for v in vs] for k, vs in doc.get("labels", {}).items()}
         csi = {str(k): int(v["count"]) for k, v in doc.get("csiNodeAllocatable", {}).items()}
-        return cls(capacity=dict(doc["capacity"]), labels=labels, csi_node=csi)
+        dra = doc.get("resourceDriver")
+        driver = ResourceDriver(str(dra["name"]), int(dra["maxClaimsPerNode"])) if dra else None
+        return cls(dict(doc["capacity"]), labels, csi, driver)
 
-    def csi_node_manifest(self, name: str) -> dict[str, Any]:
-        drivers = [
-            {"name": driver, "nodeID": name, "allocatable": {"count": count}}
-            for driver, count in self.csi_node.items()
-        ]
-        return {
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "CSINode",
-            "metadata": {"name": name},
-            "spec": {"drivers": drivers},
-        }
+    def node_objects(self, name: str) -> list[tuple[str, dict[str, Any]]]:
+        """(collection path, manifest) of each object named as the node that its drivers would
+        publish: a CSINode, a ResourceSlice."""
+        out = []
+        if self.csi_node:
+            drivers = [
+                {"name": driver, "nodeID": name, "allocatable": {"count": count}}
+                for driver, count in self.csi_node.items()
+            ]
+            csi_node = api_object("storage.k8s.io/v1", "CSINode", name, {"drivers": drivers})
+            out.append(("/apis/storage.k8s.io/v1/csinodes", csi_node))
+        if self.resource_driver is not None:
+            out.append((f"/apis/{RESOURCE_API}/resourceslices", self.resource_driver.slice(name)))
+        return out
 
     def manifest(self, name: str, index: int, run_label: Mapping[str, str]) -> dict[str, Any]:
         labels = {key: values[index % len(values)] for key, values in self.labels.items()}
@@ -164,34 +229,22 @@ class VolumeTemplate:
         """(claim name, PV, claim) for the pod `pod`; PVs are cluster-wide, so the PV's name
         starts with the namespace."""
         claim, volume = f"pvc-{pod}", f"{namespace}-{pod}"
-        pv = {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": volume},
-            "spec": {
+        claim_ref = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": claim}
+        pv = api_object(
+            "v1",
+            "PersistentVolume",
+            volume,
+            {
                 "accessModes": [self.access_mode],
                 "capacity": {"storage": self.size},
                 "csi": {"driver": self.csi_driver, "volumeHandle": volume},
                 "persistentVolumeReclaimPolicy": "Retain",
-                "claimRef": {
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolumeClaim",
-                    "namespace": namespace,
-                    "name": claim,
-                },
+                "claimRef": {**claim_ref, "namespace": namespace},
             },
-        }
-        pvc = {
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": {"name": claim},
-            "spec": {
-                "accessModes": [self.access_mode],
-                "resources": {"requests": {"storage": self.size}},
-                "volumeName": volume,
-            },
-        }
-        return claim, pv, pvc
+        )
+        resources = {"requests": {"storage": self.size}}
+        pvc_spec = {"accessModes": [self.access_mode], "resources": resources, "volumeName": volume}
+        return claim, pv, api_object("v1", "PersistentVolumeClaim", claim, pvc_spec)
 
 
 @dataclass(frozen=True)
@@ -213,7 +266,6 @@ class Arrivals:
 @dataclass(frozen=True)
 class Workload:
     name: str
-    description: str
     sizes: Mapping[str, Size]
     nodes: NodeTemplate
     measured: PodTemplate
@@ -237,7 +289,6 @@ class Workload:
         init = doc.get("initPods")
         return cls(
             name=doc["name"],
-            description=doc.get("description", ""),
             sizes=sizes,
             nodes=NodeTemplate.parse(doc["nodes"]),
             measured=PodTemplate.parse(doc["measuredPods"]["template"]),
@@ -257,33 +308,19 @@ def replica_set_manifest(
 ) -> dict[str, Any]:
     """A ReplicaSet whose pods are `template`'s, selected by its labels; `extra_labels` go on
     the pods only (not the selector)."""
-    pod = template.manifest("unused")
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": dict(template.labels)},
-            "template": {
-                "metadata": {"labels": {**template.labels, **(extra_labels or {})}},
-                "spec": pod["spec"],
-            },
-        },
+    pod = {
+        "metadata": {"labels": {**template.labels, **(extra_labels or {})}},
+        "spec": template.manifest("unused")["spec"],
     }
+    selector = {"matchLabels": dict(template.labels)}
+    spec = {"replicas": replicas, "selector": selector, "template": pod}
+    return api_object("apps/v1", "ReplicaSet", name, spec)
 
 
 def service_manifest(name: str, template: PodTemplate) -> dict[str, Any]:
     """A ClusterIP Service selecting `template`'s pods (scheduler_perf's service.yaml)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name},
-        "spec": {
-            "selector": dict(template.labels),
-            "ports": [{"protocol": "TCP", "port": 80, "targetPort": 8000}],
-        },
-    }
+    ports = [{"protocol": "TCP", "port": 80, "targetPort": 8000}]
+    return api_object("v1", "Service", name, {"selector": dict(template.labels), "ports": ports})
 
 
 def load_workloads(directory: Path = WORKLOADS_DIR) -> dict[str, Workload]:
@@ -297,6 +334,10 @@ def load_workloads(directory: Path = WORKLOADS_DIR) -> dict[str, Workload]:
             raise ValueError(f"{path}: measuredPods.owner {workload.owner!r}: only ReplicaSet")
         if (workload.owner or workload.service) and not workload.measured.labels:
             raise ValueError(f"{path}: an owner or a service needs measured pod labels")
+        devices = workload.nodes.resource_driver.devices if workload.nodes.resource_driver else 0
+        for size in workload.sizes.values() if devices else ():
+            if size.init_pods > size.nodes * devices:  # each holds a device of its node
+                raise ValueError(f"{path}: size {size.name} has more init pods than devices")
         workloads[workload.name] = workload
     return workloads
 
@@ -317,6 +358,7 @@ DEFAULT_ORDER = (
     "PreemptionAsync",
     "MixedChurn",
     "SchedulingCSIPVs",
+    "SchedulingWithResourceClaimTemplate",
 )
 
 

@@ -10,7 +10,7 @@ import e2e.bench.__main__ as bench
 from e2e.bench.measure import PodTimes, summarize
 from e2e.bench.pacing import Pacing, achieved_rate, create_paced, creation_offsets
 from e2e.bench.pinning import CapacityError, capacity_cpus, format_cpus, thread_cpus
-from e2e.bench.report import mode_cell, notes, run_mode
+from e2e.bench.report import mode_cell, notes, one_line, run_mode
 from e2e.bench.runner import owner_refusal
 from e2e.bench.workload import PodTemplate, load_workloads, replica_set_manifest
 from e2e.cluster.kwok import DISREGARD_LABEL_KEY, DISREGARD_LABEL_VALUE
@@ -178,11 +178,11 @@ def test_pending_pods_runs_are_their_own_mode_and_never_pair_with_plain_ones() -
         ),
         (
             ["--workload", "SchedulingBasic,MixedChurn", "--size", "5000_10000"],
-            "size 5000_10000: MixedChurn has no such size (its sizes: small, 1000, 5000)",
+            "no size 5000_10000 in MixedChurn (sizes small, 1000, 5000)",
         ),
         (
             ["--workload", "all", "--size", "5000_10000"],
-            "size 5000_10000: SchedulingNodeAffinity, ",
+            "no size 5000_10000 in SchedulingNodeAffinity (sizes small, 1000, 5000); ",
         ),
     ],
 )
@@ -239,3 +239,23 @@ def test_a_workload_with_an_owner_is_refused_only_where_the_harness_must_create_
         refused = owner_refusal(owned, mode, None)
         assert refused is not None and refused.startswith(f"DefaultTopologySpreading: {mode} mode")
         assert refused.endswith("created by a ReplicaSet")
+
+
+def test_the_progress_line_adds_a_gang_run_s_group_times() -> None:
+    figures = {
+        "throughput_overall": 90.0,
+        "latency_p99_ms": 12.0,
+        "cpu_seconds": 1.5,
+        "cpu_ms_per_pod": 1.5,
+        "peak_rss_mib": 100.0,
+        "unscheduled_pods": 0,
+        "create_rate": 100.0,
+    }
+    plain = {"workload": "W", "size": "small", "scheduler": "kube-pysched", "figures": figures}
+    line = one_line(plain)
+    assert "90.0 pods/s" in line and "1.5 ms/pod" in line and "groups" not in line
+    groups = {"groups": 3, "groups_all_bound": 3, "group_all_bound_p50_s": 0.5}
+    groups |= {"group_all_bound_p90_s": 0.7, "group_all_bound_max_s": 0.9}
+    gang = {**plain, "variant": "kube-pysched-Coscheduling", "figures": {**figures, **groups}}
+    assert "kube-pysched-Coscheduling" in one_line(gang)
+    assert "groups all bound 3/3 in p50 0.5 / p90 0.7 / max 0.9 s" in one_line(gang)

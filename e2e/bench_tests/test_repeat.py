@@ -40,10 +40,10 @@ def test_run_workloads_runs_rounds_over_all_workloads_and_names_each_round(
 ) -> None:
     ran: list[tuple[str, str]] = []
 
-    def fake_run_one(workload: Any, which: str, *_: Any) -> None:
-        ran.append((workload.name, which))
+    def fake_run(record: Any, **_: Any) -> None:
+        ran.append((record.workload, record.scheduler))
 
-    monkeypatch.setattr(bench, "run_one", fake_run_one)
+    monkeypatch.setattr(bench, "run_on_control_plane", fake_run)
     records = bench.run_workloads(
         ["SchedulingBasic", "MixedChurn"],
         "1000",

@@ -10,7 +10,6 @@ from e2e.bench.report import (
     table,
 )
 from e2e.bench.scraped import (
-    api_refusal_counts,
     api_request_counts,
     api_request_figures,
     api_server_figures,
@@ -150,8 +149,8 @@ apiserver_request_duration_seconds_sum{verb="POST"} 1
 
 
 def test_api_requests_are_the_served_requests_increase_by_verb_and_resource() -> None:
-    before = api_request_counts(API_SERVER_TEXT % {"bindings": 10, "status": 3, "scrapes": 1})
-    after = api_request_counts(API_SERVER_TEXT % {"bindings": 25, "status": 3, "scrapes": 2})
+    before = api_request_counts(API_SERVER_TEXT % {"bindings": 10, "status": 3, "scrapes": 1})[0]
+    after = api_request_counts(API_SERVER_TEXT % {"bindings": 25, "status": 3, "scrapes": 2})[0]
     assert before["POST pods/binding"] == 11  # summed over the response codes
     assert api_request_figures(before, after) == {"GET /metrics": 1, "POST pods/binding": 15}
 
@@ -183,8 +182,8 @@ def test_cluster_pod_lists_count_the_lists_of_pods_in_every_namespace() -> None:
 def test_api_refusals_are_the_non_2xx_requests_by_kind_and_code() -> None:
     conflicts = 'subresource="binding",verb="POST",version="v1"} '
     text = API_SERVER_TEXT % {"bindings": 25, "status": 3, "scrapes": 2}
-    before = api_refusal_counts(text)
-    after = api_refusal_counts(text.replace(conflicts + "1", conflicts + "4"))
+    before = api_request_counts(text)[1]
+    after = api_request_counts(text.replace(conflicts + "1", conflicts + "4"))[1]
     assert before == {"POST pods/binding 409": 1}
     assert api_request_figures(before, after) == {"POST pods/binding 409": 3}
 

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+import urllib3
 
-from e2e.bench.rest import RestClient as CreateClient
+from e2e.cluster.controlplane import ControlPlane
 from e2e.cluster.nodes import create_kwok_node
 from scheduler.api.parse import parse_pod
 from scheduler.client.api import KubeApi, events_path, pod_path
@@ -137,8 +138,6 @@ class Urllib3(Client):
     name = "urllib3 PoolManager"
 
     def __init__(self, server: str, ctx: Any) -> None:
-        import urllib3
-
         self.server = server
         self.pool = urllib3.PoolManager(ssl_context=ctx, maxsize=1)
 
@@ -175,27 +174,22 @@ class HttpClient(Client):
 Results = dict[str, dict[str, list[tuple[float, float]]]]
 
 
-def create_pods(kubeconfig: str, count: int) -> list[Pod]:
-    """The namespace, a kwok node (PodGC deletes pods bound to a missing node) and `count`
-    pods, as the API server returned them."""
-    from kubernetes import config as k8s_config
-
-    creator = CreateClient(k8s_config.new_client_from_config(config_file=kubeconfig))
+def create_pods(creator: Client, kubeconfig: str, count: int) -> list[Pod]:
+    """The namespace (if new), a kwok node (PodGC deletes pods bound to a missing node) and
+    `count` pods, as the API server returned them."""
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    with contextlib.suppress(Exception):
-        creator.create("/api/v1/namespaces", namespace)
+    with contextlib.suppress(RuntimeError):
+        creator.send("POST", "/api/v1/namespaces", orjson.dumps(namespace), JSON)
     with contextlib.suppress(Exception):
         create_kwok_node(kubeconfig, NODE)
     print(f"creating {count} pods in {NAMESPACE} ...", file=sys.stderr, flush=True)
-    run_id = uuid.uuid4().hex[:6]
-    pods: list[Pod] = []
-    for i in range(count):
-        body = orjson.dumps(pod_manifest(f"p-{run_id}-{i}"))
-        status, reply = creator.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", body)
-        _check(status, "create pod", reply)
-        pods.append(orjson.loads(reply))
-    creator.close()
-    return pods
+    run_id, path = uuid.uuid4().hex[:6], f"/api/v1/namespaces/{NAMESPACE}/pods"
+    return [
+        orjson.loads(
+            creator.send("POST", path, orjson.dumps(pod_manifest(f"p-{run_id}-{i}")), JSON)
+        )
+        for i in range(count)
+    ]
 
 
 def _calls(c: Client, batch: list[Pod]) -> list[Callable[[], object]]:
@@ -212,7 +206,7 @@ def run(kubeconfig: str, n: int, repeats: int) -> Results:
     ctx = ssl_context(config)
     pysched = Pysched(kubeconfig)
     everyone = [pysched, Urllib3(config.server, ctx), HttpClient(config.server, ctx)]
-    pods = create_pods(kubeconfig, n * repeats * len(everyone))
+    pods = create_pods(everyone[-1], kubeconfig, n * repeats * len(everyone))
     pysched.parsed = {p["metadata"]["name"]: parse_pod(p) for p in pods}
     for c in everyone:  # connect (TLS handshake) before measuring
         c.status(pods[0], status_patch(0))
@@ -257,8 +251,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.kubeconfig:
         results = run(args.kubeconfig, args.requests, args.repeats)
     else:
-        from e2e.cluster.controlplane import ControlPlane
-
         with ControlPlane(with_scheduler=False) as cp:
             cp.start()
             results = run(str(cp.kubeconfig), args.requests, args.repeats)
