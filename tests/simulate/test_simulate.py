@@ -4,17 +4,27 @@ scheduling run (placements, pending reasons, preemption), seeds and configuratio
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from scheduler.logging import reset_logging
 from scheduler.simulate.cli import simulate_main
 from scheduler.simulate.cluster import ClusterFileError, read_objects
 from scheduler.simulate.workloads import Priorities, WorkloadError, drain, expand
 
 SCHED = "kube-pysched"
+
+
+@pytest.fixture(autouse=True)
+def restore_structlog() -> Iterator[None]:
+    """simulate_main configures logging for the process; later tests must not log into
+    captured streams."""
+    yield
+    reset_logging()
 
 
 def node(name: str, cpu: str = "4", **labels: str) -> dict[str, Any]:
