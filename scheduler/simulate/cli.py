@@ -126,9 +126,9 @@ def snapshot_main(argv: Sequence[str]) -> int:
     if current:
         progress.done(current[-1], counts[current[-1].api_version, current[-1].kind])
     if args.output == "-":
-        dump_list(objects, sys.stdout)
+        dump_list(objects, sys.stdout.buffer)
     else:
-        with open(args.output, "w") as out:
+        with open(args.output, "wb") as out:
             dump_list(objects, out)
     print(
         f"kube-pysched snapshot: {len(objects)} objects written to {args.output} "

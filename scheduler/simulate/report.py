@@ -85,7 +85,7 @@ class Report:
     def to_json(self) -> Json:
         out: Json = dataclasses.asdict(self)
         for cfg, raw in zip(self.configs, out["configs"], strict=True):
-            raw["podsPerSecond"] = round(cfg.pods_per_second, 1)
+            raw["pods_per_second"] = round(cfg.pods_per_second, 1)
         return out
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from scheduler.logging import reset_logging
 from scheduler.simulate.cli import simulate_main
-from scheduler.simulate.cluster import ClusterFileError, read_objects
+from scheduler.simulate.cluster import ClusterFileError, dump_list, read_objects
 from scheduler.simulate.workloads import Priorities, WorkloadError, drain, expand
 
 SCHED = "kube-pysched"
@@ -76,6 +76,14 @@ def test_lists_typed_lists_and_documents_are_read(tmp_path: Path) -> None:
     objects = read_objects([path])
     assert objects.counts() == {"Node": 1, "Pod": 1}
     assert objects.of("Node")[0]["apiVersion"] == "v1"
+
+
+def test_a_written_snapshot_is_json_that_yaml_readers_read_too(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    with path.open("wb") as out:
+        dump_list([node("a"), pod("p", "1")], out)
+    assert yaml.safe_load(path.read_text())["items"][0]["metadata"]["name"] == "a"
+    assert read_objects([path]).counts() == {"Node": 1, "Pod": 1}
 
 
 def test_an_object_without_kind_is_an_error(tmp_path: Path) -> None:
