@@ -1,8 +1,9 @@
 """`kube-pysched snapshot` and `kube-pysched simulate` against the real control plane.
 
 A snapshot of the cluster, a simulation of a workload on it, then the same workload created
-for real and scheduled by kube-pysched: every pod whose best node was unique lands where the
-simulation put it, and the pods left Pending and their messages are the same. A drain is
+for real and scheduled by kube-pysched: every pod (each one's best node unique, as the
+simulation reports) lands where the simulation put it, and the pods left Pending and their
+messages are the same. A drain is
 predicted and then done for real (the node cordoned, its pods deleted and recreated by their
 ReplicaSet): the recreated pods land on the nodes predicted. Two configurations of one
 cluster, LeastAllocated against MostAllocated, spread and pack.
@@ -102,14 +103,18 @@ def test_simulation_predicts_where_kube_pysched_places_a_workload(
     pysched: Callable[..., Pysched],
     tmp_path: Path,
 ) -> None:
-    _pool_nodes(kwok_nodes, namespace, ["3", "5", "8", "13"])
+    nodes = _pool_nodes(kwok_nodes, namespace, ["3", "5", "8", "13"])
     pysched(_config())
-    for name, cpu in (("existing-0", "1"), ("existing-1", "2")):
-        core_v1.create_namespaced_pod(namespace, _pod(name, cpu, namespace, namespace))
-        wait_for_pod(core_v1, namespace, name, _attempted, timeout=TIMEOUT, what="bound")
+    # Running pods bound where the test says (a scheduler would choose among equal nodes).
+    for name, cpu, node in (("existing-0", "1", nodes[0]), ("existing-1", "2", nodes[2])):
+        manifest = _pod(name, cpu, namespace, namespace)
+        manifest["spec"]["nodeName"] = node
+        core_v1.create_namespaced_pod(namespace, manifest)
     snapshot = _snapshot(cluster, tmp_path / "cluster.yaml")
 
-    cpus = ["1", "2", "500m", "3", "1500m", "2", "40", "1", "2500m", "4"]
+    # Sizes chosen so that no pod's best node is shared with another: every placement is
+    # the one kube-pysched must make.
+    cpus = ["1", "2", "500m", "3", "1500m", "2200m", "40", "1100m", "2500m", "4"]
     workload = [_pod(f"w-{i}", cpu, namespace, namespace) for i, cpu in enumerate(cpus)]
     workload.append(_pod("w-elsewhere", "1", namespace, "no-such-pool"))
     add = _write(
@@ -125,11 +130,9 @@ def test_simulation_predicts_where_kube_pysched_places_a_workload(
         wait_for_pod(core_v1, namespace, name, _attempted, timeout=TIMEOUT, what="attempted")
     live = {p.metadata.name: p for p in core_v1.list_namespaced_pod(namespace).items}
 
-    unique = {
-        key: node for key, node in predicted["placed"].items() if key not in predicted["tied"]
-    }
-    assert len(unique) >= 6, predicted
-    for key, node in unique.items():
+    assert predicted["tied"] == {}, predicted
+    assert len(predicted["placed"]) == 9
+    for key, node in predicted["placed"].items():
         assert live[key.split("/", 1)[1]].spec.node_name == node, key
     pending_live = {
         f"{namespace}/{name}": pod_scheduled_condition(pod).message

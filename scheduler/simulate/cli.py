@@ -28,6 +28,7 @@ from scheduler.features import FeatureGateError, FeatureGates
 from scheduler.logging import configure_logging
 from scheduler.simulate.cluster import ClusterFileError, dump_list
 from scheduler.simulate.engine import SimulationError
+from scheduler.simulate.html import render_html
 from scheduler.simulate.report import render_table
 from scheduler.simulate.whatif import WhatIf, simulate
 from scheduler.simulate.workloads import WorkloadError
@@ -164,6 +165,9 @@ def simulate_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
     parser.add_argument("--feature-gates", default="", help="as the scheduler's flag")
     parser.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    parser.add_argument(
+        "--html", default=None, help="also write the report as one self-contained HTML page"
+    )
     return parser
 
 
@@ -198,6 +202,13 @@ def simulate_main(argv: Sequence[str]) -> int:
     except (ClusterFileError, WorkloadError, SimulationError, RegistryError) as err:
         print(f"kube-pysched simulate: {err}", file=sys.stderr)
         return 1
+    if args.html:
+        try:
+            with open(args.html, "w") as page:
+                page.write(render_html(report))
+        except OSError as err:
+            print(f"kube-pysched simulate: cannot write {args.html}: {err}", file=sys.stderr)
+            return 1
     if args.output == "json":
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

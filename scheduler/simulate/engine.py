@@ -65,6 +65,7 @@ from scheduler.simulate.memapi import (
     InlineExecutor,
     InMemoryApi,
     MemoryRecorder,
+    PodEvent,
     spawn_inline,
 )
 
@@ -76,6 +77,13 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 CREATE_INTERVAL = 0.001
 #: How far the fake clock moves when only pods backing off are left.
 BACKOFF_STEP = 10.0
+
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+#: One node's use: (zone, cpu allocatable, cpu requested (millicores), memory allocatable,
+#: memory requested (bytes)).
+NodeUse = tuple[str, int, int, int, int]
 
 
 class SimulationError(ValueError):
@@ -96,6 +104,9 @@ class Outcome:
     cycles: int = 0
     seconds: float = 0.0
     stopped_early: bool = False
+    #: Per node, before the run and after it.
+    before: dict[str, NodeUse] = field(default_factory=dict)
+    after: dict[str, NodeUse] = field(default_factory=dict)
 
 
 def _features(base: FeatureGates | None) -> FeatureGates:
@@ -250,6 +261,13 @@ class Simulation:
                 gangs.add(parse_kube_pod_group(raw))
         return gangs
 
+    def evict(self, keys: Iterable[str]) -> None:
+        """Pods deleted (a drain's evictions), as the API server would announce it."""
+        for key in keys:
+            pod = self.api.pods.pop(key, None)
+            if pod is not None:
+                self.api.events.append(PodEvent("delete", None, pod))
+
     def add_pods(self, raws: Iterable[Json]) -> list[Pod]:
         """Pods created, as the API server would announce them; the ones no profile of this
         configuration schedules are returned apart (they would wait for another scheduler)."""
@@ -265,6 +283,18 @@ class Simulation:
             # queue's order among equal priorities is their creation order.
             self.clock.step(CREATE_INTERVAL)
         return others
+
+    def usage(self) -> dict[str, NodeUse]:
+        """Every node's allocatable and requested cpu and memory, as the cache holds them."""
+        out: dict[str, NodeUse] = {}
+        for node in self.nodes:
+            info = self.cache.node_now(node.name)
+            if info is None:
+                continue
+            alloc, req = info.allocatable, info.requested
+            zone = node.labels.get(ZONE_LABEL, "")
+            out[node.name] = (zone, alloc.milli_cpu, req.milli_cpu, alloc.memory, req.memory)
+        return out
 
     def _deliver(self) -> None:
         """The watch events of the writes so far, through the live event handlers."""
@@ -284,6 +314,7 @@ class Simulation:
         start = time.perf_counter()
         outcome = Outcome()
         self._deliver()
+        outcome.before = self.usage()
         limit = ATTEMPTS_PER_POD * max(1, len(self.api.pods)) + 100
         while True:
             self._deliver()
@@ -300,6 +331,7 @@ class Simulation:
             outcome.cycles += 1
             self.schedule_one.schedule(pinfo)
         outcome.seconds = time.perf_counter() - start
+        outcome.after = self.usage()
         outcome.placed = dict(self.api.bindings)
         for key in outcome.placed:
             namespace, _, name = key.partition("/")

@@ -37,6 +37,20 @@ class Preemption:
 
 
 @dataclass
+class NodeUse:
+    """A node's requested cpu (millicores) and memory (bytes) before and after the run."""
+
+    node: str
+    zone: str
+    cpu_allocatable: int
+    cpu_before: int
+    cpu_after: int
+    memory_allocatable: int
+    memory_before: int
+    memory_after: int
+
+
+@dataclass
 class ConfigReport:
     """One configuration's run."""
 
@@ -49,6 +63,8 @@ class ConfigReport:
     tied: dict[str, int] = field(default_factory=dict)
     #: Simulated pods per node, placed in this run.
     placed_per_node: dict[str, int] = field(default_factory=dict)
+    #: Every node's use, before and after.
+    nodes: list[NodeUse] = field(default_factory=list)
     #: Pods whose schedulerName no profile of this configuration has (another scheduler's).
     other_scheduler: list[str] = field(default_factory=list)
     cycles: int = 0
@@ -108,6 +124,33 @@ def reason_counts(attempt: Json | None) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def zone_use(nodes: Sequence[NodeUse]) -> list[tuple[str, float, float, float, float]]:
+    """Per zone ("" for nodes without one): cpu and memory requested over allocatable, in
+    percent, before and after."""
+    zones: dict[str, list[int]] = {}
+    for n in nodes:
+        z = zones.setdefault(n.zone, [0] * 6)
+        for i, v in enumerate(
+            (
+                n.cpu_allocatable,
+                n.cpu_before,
+                n.cpu_after,
+                n.memory_allocatable,
+                n.memory_before,
+                n.memory_after,
+            )
+        ):
+            z[i] += v
+
+    def pct(part: int, whole: int) -> float:
+        return 100.0 * part / whole if whole else 0.0
+
+    return [
+        (zone, pct(v[1], v[0]), pct(v[2], v[0]), pct(v[4], v[3]), pct(v[5], v[3]))
+        for zone, v in sorted(zones.items())
+    ]
+
+
 def differences(configs: Sequence[ConfigReport], pods: Sequence[str]) -> list[Difference]:
     if len(configs) < 2:
         return []
@@ -155,6 +198,15 @@ def render_table(report: Report) -> str:
         if cfg.placed_per_node:
             lines.append("")
             lines += _table(["NODE", "PLACED"], sorted(cfg.placed_per_node.items()))
+        if cfg.nodes:
+            lines.append("")
+            lines += _table(
+                ["ZONE", "CPU BEFORE", "CPU AFTER", "MEMORY BEFORE", "MEMORY AFTER"],
+                [
+                    (zone or "(none)", *(f"{v:.1f}%" for v in values))
+                    for zone, *values in zone_use(cfg.nodes)
+                ],
+            )
         if cfg.pending:
             lines.append("")
             lines += _table(["PENDING", "WHY"], [(p.pod, p.message) for p in cfg.pending])

@@ -15,6 +15,7 @@ from scheduler.simulate.cluster import ClusterObjects, read_objects
 from scheduler.simulate.engine import Outcome, Simulation
 from scheduler.simulate.report import (
     ConfigReport,
+    NodeUse,
     PendingPod,
     Preemption,
     Report,
@@ -43,6 +44,7 @@ class Prepared:
     added: list[str]
     drained: list[str]
     lost: list[str]
+    evicted: list[str]
 
 
 def _key(pod: Json) -> str:
@@ -53,8 +55,9 @@ def _key(pod: Json) -> str:
 def prepare(whatif: WhatIf) -> Prepared:
     cluster = read_objects(whatif.snapshot)
     nodes = {n["metadata"]["name"]: n for n in cluster.of("Node")}
-    pods, drained = drain(cluster.of("Pod"), nodes, whatif.drain)
-    cluster.by_kind["Pod"] = pods
+    # The evicted pods stay in the cluster loaded: the simulation evicts them, so the use
+    # "before" is the cluster's as the snapshot found it.
+    _, drained = drain(cluster.of("Pod"), nodes, whatif.drain)
     priorities = Priorities.of(cluster.of("PriorityClass"))
     new_pods = list(drained.recreated.values())
     added: list[str] = []
@@ -69,7 +72,8 @@ def prepare(whatif: WhatIf) -> Prepared:
         new_pods += made
     for pod in new_pods:
         priorities.admit(pod)
-    return Prepared(cluster, new_pods, added, drained.nodes, drained.lost)
+    evicted = [*drained.recreated, *drained.lost]
+    return Prepared(cluster, new_pods, added, drained.nodes, drained.lost, evicted)
 
 
 def run_one(
@@ -77,8 +81,11 @@ def run_one(
 ) -> tuple[ConfigReport, Simulation]:
     config = load_config(config_path, available_plugins=set(registry), features=whatif.features)
     sim = Simulation(config, prepared.cluster, registry, features=whatif.features, seed=whatif.seed)
+    before = sim.usage()
+    sim.evict(prepared.evicted)
     others = sim.add_pods(prepared.new_pods)
     outcome = sim.run()
+    outcome.before = before
     return _config_report(name, sim, outcome, [p.key for p in others]), sim
 
 
@@ -89,6 +96,20 @@ def _config_report(name: str, sim: Simulation, outcome: Outcome, others: list[st
         if key in sim.api.pods and sim.api.pods[key].node_name == node
     }
     victims_node = {p.key: p.node_name for p in sim.api.deleted}
+    nodes = [
+        NodeUse(
+            name,
+            zone,
+            cpu,
+            outcome.before[name][2],
+            cpu_after,
+            mem,
+            outcome.before[name][4],
+            mem_after,
+        )
+        for name, (zone, cpu, cpu_after, mem, mem_after) in sorted(outcome.after.items())
+        if name in outcome.before
+    ]
     return ConfigReport(
         config=name,
         placed=dict(sorted(placed.items())),
@@ -102,6 +123,7 @@ def _config_report(name: str, sim: Simulation, outcome: Outcome, others: list[st
         ],
         tied={key: n for key, n in sorted(outcome.tied.items()) if key in placed},
         placed_per_node=dict(sorted(Counter(placed.values()).items())),
+        nodes=nodes,
         other_scheduler=sorted(others),
         cycles=outcome.cycles,
         seconds=outcome.seconds,
