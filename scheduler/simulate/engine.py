@@ -35,7 +35,7 @@ from scheduler.api.gang import (
 from scheduler.api.json_types import Json
 from scheduler.api.namespace import Namespace, parse_namespace
 from scheduler.api.objects import Node, Pod
-from scheduler.api.parse import parse_pdb, parse_service, parse_workload
+from scheduler.api.parse import parse_pdb, parse_pod, parse_service, parse_workload
 from scheduler.api.spread import Service, Workload
 from scheduler.api.storage import (
     parse_claim,
@@ -69,8 +69,8 @@ from scheduler.simulate.memapi import (
     spawn_inline,
 )
 
-#: Pods in one simulation may each be tried this many times (a preemptor twice, a pod moved
-#: back by events a few times); past the bound the run stops with a note, never spins.
+#: Scheduling attempts per pod of the simulation, on average (a preemptor takes two, a pod
+#: moved back by events a few); past the bound the run stops with a note, never spins.
 ATTEMPTS_PER_POD = 20
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 #: The fake clock's step between two pods the what-if creates.
@@ -275,7 +275,7 @@ class Simulation:
         for raw in raws:
             pod = self.transform(raw)
             if pod is None:
-                others.append(_plain(raw))
+                others.append(parse_pod(raw))
                 continue
             self.gangs.add(pod)
             self.api.add_pod(pod)
@@ -349,9 +349,3 @@ class Simulation:
         for fwk in self.frameworks.values():
             fwk.close()
         return outcome
-
-
-def _plain(raw: Json) -> Pod:
-    from scheduler.api.parse import parse_pod
-
-    return parse_pod(raw)
