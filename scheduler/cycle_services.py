@@ -3,6 +3,7 @@ cycle and the group cycle alike, so neither reaches into the other for them."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
 
 #: The informer's current copy of a pod, by namespace/name.
 PodLookup = Callable[[str], "Pod | None"]
+#: Runs a binding cycle that may wait long (PreBind work) apart from the pool: (the cycle, a
+#: name for its thread).
+Spawn = Callable[[Callable[[], None], str], None]
+
+
+def spawn_thread(work: Callable[[], None], name: str) -> None:
+    """A daemon thread of its own, as kube-scheduler's goroutine per binding cycle."""
+    threading.Thread(target=work, name=name, daemon=True).start()
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,3 +48,5 @@ class CycleServices:
     binding_pool: Executor
     #: The latest attempt per pod, for explanations; None when recording is off.
     explain: ExplainStore | None = None
+    #: Where a binding cycle with PreBind work runs (the simulator runs it at once, in line).
+    spawn: Spawn = spawn_thread

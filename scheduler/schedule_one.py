@@ -15,7 +15,6 @@ any other pod through `PodCycle`, whose steps the group cycle runs for each memb
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -260,12 +259,7 @@ class PodCycle:
         if pre_flight is None:
             # PreBind may wait long (VolumeBinding: up to bindTimeoutSeconds), so this binding
             # cycle gets a thread of its own, as upstream's goroutine, not a pool worker.
-            threading.Thread(
-                target=self._binding_cycle,
-                args=args,
-                name=f"prebind {assumed_pod.key}",
-                daemon=True,
-            ).start()
+            self.s.spawn(lambda: self._binding_cycle(*args), f"prebind {assumed_pod.key}")
         else:
             self.s.binding_pool.submit(self._binding_cycle, *args)
 

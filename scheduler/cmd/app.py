@@ -49,7 +49,6 @@ from scheduler.clock import RealClock
 from scheduler.cmd import heap, memtrace, shutdown
 from scheduler.cmd.auth import Authenticator, Authorizer, RequestGuard, TokenAuthenticator
 from scheduler.cmd.options import Options
-from scheduler.cmd.profiles import build_frameworks, build_queue
 from scheduler.cmd.server import DebugPages, HealthServer
 from scheduler.cmd.tls import TLSConfigError, server_context
 from scheduler.eventhandlers import EventHandlers, PodTransform, transform_node
@@ -64,6 +63,7 @@ from scheduler.framework.runtime import (
     FrameworkServices,
 )
 from scheduler.plugins.registry import full_registry
+from scheduler.profiles import build_frameworks, build_queue
 from scheduler.scheduler import BINDING_WORKERS, Scheduler
 
 log = structlog.get_logger(__name__)

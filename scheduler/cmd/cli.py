@@ -274,12 +274,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the scheduler and returns the process exit code; --help and --version return 0.
-    `kube-pysched explain ...` is the explanation client instead (scheduler.explain.cli)."""
+    `kube-pysched explain ...` is the explanation client instead (scheduler.explain.cli);
+    `kube-pysched snapshot ...` and `kube-pysched simulate ...` are the simulator's commands
+    (scheduler.simulate.cli)."""
     args_given = list(sys.argv[1:] if argv is None else argv)
     if args_given[:1] == ["explain"]:
         from scheduler.explain.cli import main as explain_main
 
         return explain_main(args_given)
+    if args_given[:1] == ["snapshot"]:
+        from scheduler.simulate.cli import snapshot_main
+
+        return snapshot_main(args_given[1:])
+    if args_given[:1] == ["simulate"]:
+        from scheduler.simulate.cli import simulate_main
+
+        return simulate_main(args_given[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -469,6 +469,9 @@ class Handle(Protocol):
 
     profile_name: str
     features: FeatureGates
+    #: The seed of the profile's random choices (None: unseeded); `kube-pysched simulate
+    #: --seed` sets it so that a run can be repeated exactly.
+    seed: int | None
 
     @property
     def clock(self) -> Clock:

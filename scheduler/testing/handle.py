@@ -60,6 +60,7 @@ class FakeHandle:
 
     features: FeatureGates = field(default_factory=FeatureGates)
     profile_name: str = "default-scheduler"
+    seed: int | None = None
     snap: Snapshot = field(default_factory=Snapshot)
     fake_api: FakeApi = field(default_factory=FakeApi)
     fake_nominator: FakeNominator = field(default_factory=FakeNominator)

@@ -86,6 +86,8 @@ class FrameworkServices:
     watched_gangs: Callable[[], GangLister | None] = lambda: None
     # Opportunistic batching's clock (the age of its kept nodes), and gang timers'.
     clock: Clock = field(default_factory=RealClock)
+    # The seed of the random choices (ties among best nodes, preemption's start offset).
+    seed: int | None = None
 
 
 def _static_dra() -> Callable[[], DRAManager]:
@@ -107,6 +109,7 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
         super().__init__(spec.scheduler_name)
         self.features = services.features
         self.clock = services.clock
+        self.seed = services.seed
         self.percentage_of_nodes_to_score = spec.percentage_of_nodes_to_score
         self._services = services
         self._activate: Callable[[Iterable[Pod]], None] | None = None
@@ -129,7 +132,7 @@ class Framework(FilterPoints, ScorePoints, BindingPoints):
         #: Opportunistic batching's state, with the OpportunisticBatching gate on.
         self.batch: OpportunisticBatch | None = None
         if self.features.enabled("OpportunisticBatching"):
-            self.batch = OpportunisticBatch(self, services.clock)
+            self.batch = OpportunisticBatch(self, services.clock, services.seed)
 
     def set_queue(self, nominator: PodNominator, activate: Callable[[Iterable[Pod]], None]) -> None:
         """Connects the queue once it exists (the queue needs the frameworks first)."""

@@ -60,7 +60,7 @@ class DefaultPreemption:
     def __init__(self, args: PreemptionArgs, handle: Handle, rng: random.Random | None = None):
         self.args = args
         self._handle = handle
-        self._rng = rng or random.Random()
+        self._rng = rng or random.Random(handle.seed)
         self.async_enabled = handle.features.enabled(ASYNC_GATE)
         self.executor = Executor(handle, NAME, async_enabled=self.async_enabled)
         self.evaluator = Evaluator(handle, self, self.executor)

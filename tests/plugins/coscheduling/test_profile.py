@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.cmd.profiles import build_frameworks, build_queue
 from scheduler.config import ConfigError
 from scheduler.config.load import parse_config_text
 from scheduler.features import FeatureGates
 from scheduler.framework.runtime import FrameworkServices
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.profiles import build_frameworks, build_queue
 from scheduler.testing import FakeApi, FakeRecorder
 from scheduler.testing.handle import FakeHandle
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from scheduler.backend.queue import QueueProfile, SchedulingQueue
-from scheduler.clock import RealClock
+from scheduler.clock import Clock, RealClock
 from scheduler.config.types import KubeSchedulerConfiguration
 from scheduler.features import FeatureGates
 from scheduler.framework.profile_spec import ProfileSpec
@@ -60,12 +60,14 @@ def build_queue(
     config: KubeSchedulerConfiguration,
     features: FeatureGates,
     max_in_unschedulable: float,
+    clock: Clock | None = None,
 ) -> SchedulingQueue:
-    """All profiles share one QueueSort plugin (config validation guarantees it)."""
+    """All profiles share one QueueSort plugin (config validation guarantees it). `clock`:
+    the queue's time (backoffs, timestamps); the wall clock unless given."""
     first = next(iter(frameworks.values()))
     sort = first.queue_sort()
     queue = SchedulingQueue(
-        clock=RealClock(),
+        clock=clock if clock is not None else RealClock(),
         less=first.less,
         sort_key=getattr(sort, "sort_key", None),
         profiles={

@@ -1,0 +1,224 @@
+"""`kube-pysched snapshot` and `kube-pysched simulate` against the real control plane.
+
+A snapshot of the cluster, a simulation of a workload on it, then the same workload created
+for real and scheduled by kube-pysched: every pod (each one's best node unique, as the
+simulation reports) lands where the simulation put it, and the pods left Pending and their
+messages are the same. A drain is
+predicted and then done for real (the node cordoned, its pods deleted and recreated by their
+ReplicaSet): the recreated pods land on the nodes predicted. Two configurations of one
+cluster, LeastAllocated against MostAllocated, spread and pack.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+
+from e2e.cluster import ControlPlane, ExternalCluster, wait_for
+from e2e.cluster.nodes import NodeFactory
+from e2e.cluster.pods import wait_for_pod
+from e2e.pysched import Pysched, default_config
+from e2e.workload import pod_manifest, pod_scheduled_condition
+
+SCHEDULER_NAME = "simulate-e2e"
+POOL = "simulate-e2e/pool"
+TIMEOUT = 60.0
+
+
+def _config(strategy: str | None = None) -> dict[str, Any]:
+    profile: dict[str, Any] = {"schedulerName": SCHEDULER_NAME}
+    if strategy is not None:
+        profile["pluginConfig"] = [
+            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": strategy}}}
+        ]
+    return default_config(profiles=[profile])
+
+
+def _write(path: Path, doc: Any) -> str:
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def _snapshot(cluster: ControlPlane | ExternalCluster, path: Path) -> str:
+    result = _cli("snapshot", "--kubeconfig", str(cluster.kubeconfig), "-o", str(path))
+    assert "v1 Node:" in result.stderr and "v1 Pod:" in result.stderr, result.stderr
+    return str(path)
+
+
+def _simulate(*args: str) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(_cli("simulate", *args, "-o", "json").stdout)
+    return report
+
+
+def _pool_nodes(kwok_nodes: NodeFactory, namespace: str, cpus: list[str]) -> list[str]:
+    names = []
+    for i, cpu in enumerate(cpus):
+        [made] = kwok_nodes(1, cpu=cpu, labels={POOL: namespace}, prefix=f"sim-{i}-")
+        names.append(made.metadata.name)
+    return names
+
+
+def _pod(name: str, cpu: str, namespace: str, pool: str) -> dict[str, Any]:
+    manifest = pod_manifest(
+        name, scheduler_name=SCHEDULER_NAME, cpu=cpu, node_selector={POOL: pool}
+    )
+    manifest["metadata"]["namespace"] = namespace
+    return manifest
+
+
+def _attempted(pod: k8s.V1Pod | None) -> bool:
+    if pod is None:
+        return False
+    if pod.spec.node_name:
+        return True
+    condition = pod_scheduled_condition(pod)
+    return condition is not None and condition.reason == "Unschedulable"
+
+
+def test_simulation_predicts_where_kube_pysched_places_a_workload(
+    cluster: ControlPlane | ExternalCluster,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    kwok_nodes: NodeFactory,
+    pysched: Callable[..., Pysched],
+    tmp_path: Path,
+) -> None:
+    nodes = _pool_nodes(kwok_nodes, namespace, ["3", "5", "8", "13"])
+    pysched(_config())
+    # Running pods bound where the test says (a scheduler would choose among equal nodes).
+    for name, cpu, node in (("existing-0", "1", nodes[0]), ("existing-1", "2", nodes[2])):
+        manifest = _pod(name, cpu, namespace, namespace)
+        manifest["spec"]["nodeName"] = node
+        core_v1.create_namespaced_pod(namespace, manifest)
+    snapshot = _snapshot(cluster, tmp_path / "cluster.yaml")
+
+    # Sizes chosen so that no pod's best node is shared with another: every placement is
+    # the one kube-pysched must make.
+    cpus = ["1", "2", "500m", "3", "1500m", "2200m", "40", "1100m", "2500m", "4"]
+    workload = [_pod(f"w-{i}", cpu, namespace, namespace) for i, cpu in enumerate(cpus)]
+    workload.append(_pod("w-elsewhere", "1", namespace, "no-such-pool"))
+    add = _write(
+        tmp_path / "workload.yaml", {"apiVersion": "v1", "kind": "List", "items": workload}
+    )
+    config = _write(tmp_path / "config.yaml", _config())
+    report = _simulate("--snapshot", snapshot, "--config", config, "--add", add, "--seed", "1")
+    [predicted] = report["configs"]
+
+    for manifest in workload:  # one at a time: the queue sees them in this order, as simulated
+        name = manifest["metadata"]["name"]
+        core_v1.create_namespaced_pod(namespace, manifest)
+        wait_for_pod(core_v1, namespace, name, _attempted, timeout=TIMEOUT, what="attempted")
+    live = {p.metadata.name: p for p in core_v1.list_namespaced_pod(namespace).items}
+
+    assert predicted["tied"] == {}, predicted
+    assert len(predicted["placed"]) == 9
+    for key, node in predicted["placed"].items():
+        assert live[key.split("/", 1)[1]].spec.node_name == node, key
+    pending_live = {
+        f"{namespace}/{name}": pod_scheduled_condition(pod).message
+        for name, pod in live.items()
+        if not pod.spec.node_name
+    }
+    pending_predicted = {p["pod"]: p["message"] for p in predicted["pending"]}
+    assert pending_predicted == pending_live
+    assert set(pending_live) == {f"{namespace}/w-6", f"{namespace}/w-elsewhere"}
+    reasons = {p["pod"]: p["reasons"] for p in predicted["pending"]}
+    assert reasons[f"{namespace}/w-6"]["Insufficient cpu"] == 4
+
+
+def test_a_drain_is_predicted_as_the_replica_set_recreates_the_pods(
+    cluster: ControlPlane | ExternalCluster,
+    core_v1: k8s.CoreV1Api,
+    api_client: k8s.ApiClient,
+    namespace: str,
+    kwok_nodes: NodeFactory,
+    pysched: Callable[..., Pysched],
+    tmp_path: Path,
+) -> None:
+    nodes = _pool_nodes(kwok_nodes, namespace, ["4", "6", "10"])
+    pysched(_config())
+    labels = {"app": "web"}
+    template = {
+        "metadata": {"labels": labels},
+        "spec": _pod("web", "1", namespace, namespace)["spec"],
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {"replicas": 6, "selector": {"matchLabels": labels}, "template": template},
+    }
+    k8s.AppsV1Api(api_client).create_namespaced_deployment(namespace, deployment)
+
+    def pods() -> list[k8s.V1Pod]:
+        items: list[k8s.V1Pod] = core_v1.list_namespaced_pod(namespace).items
+        return [p for p in items if p.metadata.deletion_timestamp is None]
+
+    def all_bound(avoid: str = "") -> bool | str:
+        current = pods()
+        bound = [p for p in current if p.spec.node_name and p.spec.node_name != avoid]
+        return (len(current) == 6 and len(bound) == 6) or f"{len(bound)}/{len(current)} bound"
+
+    wait_for(all_bound, timeout=TIMEOUT, what="the deployment's pods bound")
+    before = pods()
+    drained = Counter(p.spec.node_name for p in before).most_common(1)[0][0]
+    assert drained in nodes
+    snapshot = _snapshot(cluster, tmp_path / "cluster.yaml")
+    config = _write(tmp_path / "config.yaml", _config())
+    report = _simulate(
+        "--snapshot", snapshot, "--config", config, "--drain", drained, "--seed", "1"
+    )
+    [predicted] = report["configs"]
+    assert predicted["pending"] == [] and predicted["tied"] == {}, predicted
+    moved = {key: node for key, node in predicted["placed"].items() if key.startswith(namespace)}
+    evicted = [p for p in before if p.spec.node_name == drained]
+    assert len(moved) == len(evicted)
+
+    core_v1.patch_node(drained, {"spec": {"unschedulable": True}})
+    for pod in evicted:
+        core_v1.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
+    wait_for(lambda: all_bound(avoid=drained), timeout=TIMEOUT, what="recreated pods bound")
+    kept = {p.metadata.uid for p in before}
+    recreated = [p for p in pods() if p.metadata.uid not in kept]
+    assert Counter(p.spec.node_name for p in recreated) == Counter(moved.values())
+
+
+def test_least_and_most_allocated_spread_and_pack(
+    cluster: ControlPlane | ExternalCluster,
+    namespace: str,
+    kwok_nodes: NodeFactory,
+    tmp_path: Path,
+) -> None:
+    nodes = _pool_nodes(kwok_nodes, namespace, ["8", "8", "8", "8"])
+    snapshot = _snapshot(cluster, tmp_path / "cluster.yaml")
+    workload = [_pod(f"p-{i}", "1", namespace, namespace) for i in range(6)]
+    add = _write(
+        tmp_path / "workload.yaml", {"apiVersion": "v1", "kind": "List", "items": workload}
+    )
+    least = _write(tmp_path / "least.yaml", _config("LeastAllocated"))
+    most = _write(tmp_path / "most.yaml", _config("MostAllocated"))
+    report = _simulate("--snapshot", snapshot, "--add", add, "--config", least, "--config", most)
+    spread, packed = (set(cfg["placed"].values()) for cfg in report["configs"])
+    assert spread == set(nodes)
+    assert len(packed) == 1
+    assert report["differences"]
