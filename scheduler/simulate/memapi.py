@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from scheduler.api.dra import ResourceClaim, parse_resource_claim
+from scheduler.api.gang import Gang
 from scheduler.api.json_types import Json
 from scheduler.api.objects import Pod, replace_pod
 from scheduler.api.storage import (
@@ -223,7 +224,8 @@ class InMemoryApi:
 
 @dataclass
 class MemoryRecorder:
-    """Events as the scheduler would post them: the latest FailedScheduling message per pod."""
+    """Events as the scheduler would post them: the latest FailedScheduling message per pod.
+    A pod group's victims name the group as their preemptor (its key)."""
 
     failed: dict[str, str] = field(default_factory=dict)
     #: preemptor pod key -> the victims' keys, from the Preempted events.
@@ -233,7 +235,7 @@ class MemoryRecorder:
     def eventf(
         self,
         regarding: Pod,
-        related: Pod | None,
+        related: Pod | Gang | None,
         event_type: str,
         reason: str,
         action: str,
