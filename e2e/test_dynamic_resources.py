@@ -1,4 +1,4 @@
-"""DynamicResources on the local control plane, behind the PyschedDynamicResources switch: a
+"""DynamicResources (in the default profile) on the local control plane: a
 slice published through the API (no kubelet plugin, as scheduler_perf does) for a kwok node, a
 pod claiming a GPU by name and one through a ResourceClaimTemplate (kube-controller-manager
 generates its claim): kube-pysched allocates, writes the claims' allocation, finalizer and
