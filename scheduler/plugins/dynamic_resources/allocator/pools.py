@@ -42,6 +42,17 @@ def _relevant(slice_: ResourceSlice, node_name: str, labels: Mapping[str, str]) 
     return None
 
 
+def _duplicate_device(device_slices: Sequence[ResourceSlice]) -> str | None:
+    """Why a pool is invalid when two of its slices name one device, or None."""
+    names: set[str] = set()
+    for s in device_slices:
+        for device in s.devices:
+            if device.name in names:
+                return f"duplicate device name {device.name}"
+            names.add(device.name)
+    return None
+
+
 def _counter_sets(slices: Iterable[ResourceSlice]) -> dict[str, CounterSet] | str:
     sets: dict[str, CounterSet] = {}
     for s in slices:
@@ -90,17 +101,9 @@ def _build_pool(
                 counter_slices.append(s)
             else:
                 elsewhere.append(s)
-    names: set[str] = set()
-    for s in device_slices:
-        for device in s.devices:
-            if device.name in names:
-                return Pool(
-                    driver,
-                    name,
-                    invalid=True,
-                    invalid_reason=f"duplicate device name {device.name}",
-                )
-            names.add(device.name)
+    duplicate = _duplicate_device(device_slices)
+    if duplicate:
+        return Pool(driver, name, invalid=True, invalid_reason=duplicate)
     if not features.partitionable_devices:
         return Pool(driver, name, slices=device_slices)
     sets = _counter_sets(counter_slices)

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from scheduler.framework import ResourceSlice
 
-from .pools import Pool, _check_consumption, _counter_sets, _relevant
+from .pools import Pool, _check_consumption, _counter_sets, _duplicate_device, _relevant
 from .types import Features
 
 
@@ -36,17 +36,9 @@ def _build_pool_stable(
         device_slices = [s for s in slices if not s.shared_counters]
     else:
         counter_slices, device_slices = [], list(slices)
-    names: set[str] = set()
-    for s in device_slices:
-        for device in s.devices:
-            if device.name in names:
-                return Pool(
-                    driver,
-                    name,
-                    invalid=True,
-                    invalid_reason=f"duplicate device name {device.name}",
-                )
-            names.add(device.name)
+    duplicate = _duplicate_device(device_slices)
+    if duplicate:
+        return Pool(driver, name, invalid=True, invalid_reason=duplicate)
     if not features.partitionable_devices:
         return Pool(driver, name, slices=device_slices)
     sets = _counter_sets(counter_slices)
