@@ -3,7 +3,8 @@ project itself: `make system-packages` (a prerequisite of `make e2e`) runs
 `python -m e2e.system_packages`.
 
 * `prometheus` (prometheus, promtool): the dashboard and alert tests;
-* `debootstrap`, `buildah`, `umoci`, `runc`: the container image test (e2e/image.py).
+* `debootstrap`, `buildah`, `umoci`, `runc`: the container image test (e2e/image.py);
+* `chromium`: the simulation report opened in headless Chromium (e2e/browser.py).
 
 A package whose commands are already on PATH is left alone. Installing needs apt-get and root;
 without them `install` raises `Unavailable` with the reason, which tests turn into a skip with
@@ -26,6 +27,7 @@ PACKAGES: Mapping[str, tuple[str, ...]] = {
     "buildah": ("buildah",),
     "umoci": ("umoci",),
     "runc": ("runc",),
+    "chromium": ("chromium",),
 }
 
 

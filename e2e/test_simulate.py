@@ -6,12 +6,17 @@ simulation reports) lands where the simulation put it, and the pods left Pending
 messages are the same. A drain is
 predicted and then done for real (the node cordoned, its pods deleted and recreated by their
 ReplicaSet): the recreated pods land on the nodes predicted. Two configurations of one
-cluster, LeastAllocated against MostAllocated, spread and pack.
+cluster, LeastAllocated against MostAllocated, spread and pack. The `--html` page opened in
+headless Chromium (e2e/browser.py): no script or console error, every chart drawn, and a
+screenshot kept.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -19,14 +24,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client as k8s
+from PIL import Image, ImageColor
 
+from e2e import system_packages
+from e2e.browser import PACKAGE, Chromium
 from e2e.cluster import ControlPlane, ExternalCluster, wait_for
 from e2e.cluster.nodes import NodeFactory
 from e2e.cluster.pods import wait_for_pod
 from e2e.pysched import Pysched, default_config
 from e2e.workload import pod_manifest, pod_scheduled_condition
+from scheduler.simulate.html import AFTER, BEFORE, COUNT
 
 SCHEDULER_NAME = "simulate-e2e"
 POOL = "simulate-e2e/pool"
@@ -222,3 +232,98 @@ def test_least_and_most_allocated_spread_and_pack(
     assert spread == set(nodes)
     assert len(packed) == 1
     assert report["differences"]
+
+
+def _broken_copy(page: Path) -> Path:
+    """The page with what the browser checks must catch: a script error, a console error and
+    a chart with nothing drawn."""
+    broken = page.with_name("broken.html")
+    injected = (
+        '<script>console.error("injected"); throw new Error("injected");</script>'
+        '<svg role="img" aria-label="injected empty chart" width="300" height="40"></svg>'
+    )
+    broken.write_text(page.read_text().replace("</body>", injected + "</body>"))
+    return broken
+
+
+def _keep(artefact: Path) -> None:
+    """Into $E2E_ARTEFACTS as well when set (CI keeps that directory); tmp_path has it anyway."""
+    out = os.environ.get("E2E_ARTEFACTS")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        shutil.copy(artefact, Path(out) / artefact.name)
+    print(f"kept {artefact}")
+
+
+def test_the_html_report_renders_in_headless_chromium(
+    cluster: ControlPlane | ExternalCluster,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    kwok_nodes: NodeFactory,
+    tmp_path: Path,
+) -> None:
+    """The page a reader opens: no script or console error, every chart with a box and bars,
+    and a full-page screenshot (kept) with the bars' colours in it."""
+    try:
+        system_packages.install([PACKAGE])
+    except system_packages.Unavailable as exc:
+        pytest.skip(str(exc))
+    nodes = _pool_nodes(kwok_nodes, namespace, ["4", "8", "16"])
+    for i, node in enumerate(nodes[:2]):
+        manifest = _pod(f"running-{i}", "2", namespace, namespace)
+        manifest["spec"]["nodeName"] = node
+        core_v1.create_namespaced_pod(namespace, manifest)
+    snapshot = _snapshot(cluster, tmp_path / "cluster.yaml")
+    workload = [_pod(f"w-{i}", "3", namespace, namespace) for i in range(5)]
+    workload.append(_pod("too-big", "40", namespace, namespace))
+    add = _write(
+        tmp_path / "workload.yaml", {"apiVersion": "v1", "kind": "List", "items": workload}
+    )
+    least = _write(tmp_path / "least.yaml", _config("LeastAllocated"))
+    most = _write(tmp_path / "most.yaml", _config("MostAllocated"))
+    page = tmp_path / "report.html"
+    _cli(
+        "simulate",
+        "--snapshot",
+        snapshot,
+        "--add",
+        add,
+        "--config",
+        least,
+        "--config",
+        most,
+        "--html",
+        str(page),
+    )
+
+    browser = Chromium(tmp_path)
+    try:
+        view = browser.open(page)
+        broken = browser.open(_broken_copy(page))
+    finally:
+        browser.close()
+
+    screenshot = tmp_path / "simulate-report.png"
+    screenshot.write_bytes(view.screenshot)
+    _keep(screenshot)
+    assert view.problems() == []
+    # Per configuration: cpu and memory per node, pods placed per node, pending per reason.
+    labels = [chart.label for chart in view.charts]
+    assert labels == 2 * [
+        "cpu requested / allocatable",
+        "memory requested / allocatable",
+        "pods placed per node",
+        "pending pods per reason",
+    ], labels
+    with Image.open(io.BytesIO(view.screenshot)) as image:
+        assert image.format == "PNG"
+        assert image.size == view.size and min(view.size) > 0
+        colours = {colour for _, colour in image.convert("RGB").getcolors(1 << 24) or []}
+    for bar in (BEFORE, AFTER, COUNT):
+        assert ImageColor.getrgb(bar) in colours, bar
+
+    # The same checks fail on a broken page: they do look at what the browser did.
+    found = "\n".join(broken.problems())
+    assert "script error: Error: injected" in found, found
+    assert "console.error: injected" in found, found
+    assert "(injected empty chart) draws nothing" in found, found
