@@ -51,6 +51,9 @@ def _bars(
     top = max((max(values) for _, values in rows if values), default=0.0)
     if top <= 0:  # nothing to draw: say so rather than draw an empty chart
         return f'<h3>{escape(title)}</h3><p class="note">None on these nodes.</p>'
+    # Percentages against the whole bar (100 %), so a node at 5 % reads as nearly empty;
+    # counts against the largest.
+    full = max(top, 100.0) if unit == "%" else top
 
     height = len(rows) * (BAR_HEIGHT + 6) + 10
     parts = [
@@ -65,7 +68,7 @@ def _bars(
         )
         for j, (value, color) in enumerate(zip(values, colors, strict=False)):
             inset = j * 3
-            width = max(1.0, BAR_WIDTH * value / top) if value > 0 else 0.0
+            width = max(1.0, BAR_WIDTH * value / full) if value > 0 else 0.0
             if width:
                 parts.append(
                     f'<rect x="{LABEL_WIDTH}" y="{y + inset}" width="{width:.1f}" '
