@@ -81,9 +81,12 @@ def _simulate(*args: str) -> dict[str, Any]:
 
 
 def _pool_nodes(kwok_nodes: NodeFactory, namespace: str, cpus: list[str]) -> list[str]:
+    """Nodes named after the test's namespace: an earlier test's pods, still bound to a node
+    name while their namespace goes, must not land in this test's snapshot on its nodes."""
+    test = namespace.rsplit("-", 1)[-1]
     names = []
     for i, cpu in enumerate(cpus):
-        [made] = kwok_nodes(1, cpu=cpu, labels={POOL: namespace}, prefix=f"sim-{i}-")
+        [made] = kwok_nodes(1, cpu=cpu, labels={POOL: namespace}, prefix=f"sim-{test}-{i}-")
         names.append(made.metadata.name)
     return names
 
@@ -103,6 +106,17 @@ def _attempted(pod: k8s.V1Pod | None) -> bool:
         return True
     condition = pod_scheduled_condition(pod)
     return condition is not None and condition.reason == "Unschedulable"
+
+
+def _only(config: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """A configuration's report kept to the test's namespace: the snapshot is the whole
+    cluster, so pods other tests left Pending are simulated too."""
+    ours = f"{namespace}/"
+    return {
+        "placed": {k: n for k, n in config["placed"].items() if k.startswith(ours)},
+        "pending": [p for p in config["pending"] if p["pod"].startswith(ours)],
+        "tied": {k: n for k, n in config["tied"].items() if k.startswith(ours)},
+    }
 
 
 def test_simulation_predicts_where_kube_pysched_places_a_workload(
@@ -132,7 +146,7 @@ def test_simulation_predicts_where_kube_pysched_places_a_workload(
     )
     config = _write(tmp_path / "config.yaml", _config())
     report = _simulate("--snapshot", snapshot, "--config", config, "--add", add, "--seed", "1")
-    [predicted] = report["configs"]
+    predicted = _only(report["configs"][0], namespace)
 
     for manifest in workload:  # one at a time: the queue sees them in this order, as simulated
         name = manifest["metadata"]["name"]
@@ -198,9 +212,9 @@ def test_a_drain_is_predicted_as_the_replica_set_recreates_the_pods(
     report = _simulate(
         "--snapshot", snapshot, "--config", config, "--drain", drained, "--seed", "1"
     )
-    [predicted] = report["configs"]
+    predicted = _only(report["configs"][0], namespace)
     assert predicted["pending"] == [] and predicted["tied"] == {}, predicted
-    moved = {key: node for key, node in predicted["placed"].items() if key.startswith(namespace)}
+    moved = predicted["placed"]
     evicted = [p for p in before if p.spec.node_name == drained]
     assert len(moved) == len(evicted)
 
@@ -228,7 +242,7 @@ def test_least_and_most_allocated_spread_and_pack(
     least = _write(tmp_path / "least.yaml", _config("LeastAllocated"))
     most = _write(tmp_path / "most.yaml", _config("MostAllocated"))
     report = _simulate("--snapshot", snapshot, "--add", add, "--config", least, "--config", most)
-    spread, packed = (set(cfg["placed"].values()) for cfg in report["configs"])
+    spread, packed = (set(_only(cfg, namespace)["placed"].values()) for cfg in report["configs"])
     assert spread == set(nodes)
     assert len(packed) == 1
     assert report["differences"]
