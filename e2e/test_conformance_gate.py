@@ -199,10 +199,10 @@ def test_the_dra_selection_runs_only_the_kubelet_less_scheduling_specs(tmp_path:
     assert not any(_selects(DRA, n) for n in [*WORKLOAD_SPECS, *OTHER_SPECS])
     assert not any(_selects(s, n) for s in (SIG_SCHEDULING, WORKLOAD) for n in DRA_SPECS)
     assert all(_selects(DRA, n) for n in EXPECTED_DRA_FAILURES)
-    # Default components; only kube-pysched gets its own switch, which the others would refuse.
+    # Default components and kube-pysched's defaults: DynamicResources is in its default profile.
     assert not DRA.feature_gates
     assert not DRA.runtime_config
-    assert DRA.pysched_args() == ["--feature-gates=PyschedDynamicResources=true"]
+    assert DRA.pysched_args() == []
     assert DRA.out_dir(tmp_path) == tmp_path / "dra"
 
 

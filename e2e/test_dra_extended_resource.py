@@ -90,7 +90,7 @@ def test_an_extended_resource_backed_by_dra_as_kube_scheduler(
 ) -> None:
     resources = Resources(api_client)
     name = unique("pysched")
-    pysched(profile_config(name), extra_args=["--feature-gates=PyschedDynamicResources=true"])
+    pysched(profile_config(name))
     driver = f"{unique('gpu')}.example.com"
     resource = f"{driver}/gpu"
     cls = unique("gpu")

@@ -86,7 +86,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             cp.kubeconfig,
             config,
             workdir=Path(tmp_path_factory.mktemp("pysched")),
-            extra_args=["--feature-gates=GenericWorkload=true,PyschedDynamicResources=true"],
+            extra_args=["--feature-gates=GenericWorkload=true"],
         ).start()
         try:
             yield Env(core, k8s.CustomObjectsApi(client), resources, nodes)

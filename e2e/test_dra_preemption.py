@@ -93,7 +93,7 @@ def test_a_device_holder_is_not_preempted_as_in_kube_scheduler(
     driver: str,
 ) -> None:
     name = unique("pysched")
-    pysched(profile_config(name), extra_args=["--feature-gates=PyschedDynamicResources=true"])
+    pysched(profile_config(name))
     classes = create_priority_classes(api_client, (100, 1000))
     try:
         # Every node first: each scheduler's message counts the other runs' nodes too.

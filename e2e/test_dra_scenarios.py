@@ -133,7 +133,6 @@ def pysched_name(
         profile_config(name),
         workdir=tmp_path_factory.mktemp("pysched"),
         name=name,
-        extra_args=["--feature-gates=PyschedDynamicResources=true"],
     )
     proc.start()
     try:

@@ -90,7 +90,7 @@ def test_gpus_through_claims_and_templates_as_kube_scheduler(
     driver: str,
 ) -> None:
     name = unique("pysched")
-    pysched(profile_config(name), extra_args=["--feature-gates=PyschedDynamicResources=true"])
+    pysched(profile_config(name))
     # Both nodes first: each scheduler's message counts the other's node too.
     placed = []
     for scheduler in ("default-scheduler", name):

@@ -35,7 +35,6 @@ from e2e.bench.rest import CreateError
 from e2e.bench.schedulers import (
     KUBE_PYSCHED,
     RunningScheduler,
-    pysched_feature_gates,
     running_scheduler,
 )
 from e2e.bench.schedulers import scheduler_config as bench_config
@@ -107,7 +106,7 @@ class Run(ClusterObjects):
 
     def pysched_feature_gates(self) -> dict[str, bool]:
         """kube-pysched's --feature-gates (kube-scheduler runs with the control plane's)."""
-        return pysched_feature_gates(self.workload)
+        return {}
 
     def extra_figures(self, times: PodTimes, names: list[str]) -> GangFigures | None:
         """Figures of a live run beyond summarize's (none here)."""

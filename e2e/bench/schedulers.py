@@ -4,8 +4,7 @@ Both run kube-scheduler's default profile (schedulerName `bench-scheduler`) minu
 plugins kube-pysched lacks, so both run the same plugins, with leader election off and
 scheduler_perf's client limits, and both as system:kube-scheduler, so the API server authorises
 and queues them alike. A workload needing a missing plugin runs with kube-scheduler only and
-is reported "not supported yet" for kube-pysched; one kube-pysched builds behind a switch of its
-own (PYSCHED_SWITCHES) is enabled for both, with the switch on for kube-pysched.
+is reported "not supported yet" for kube-pysched.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from e2e.cluster.build import ensure_scheduler_plugins
 from e2e.cluster.readiness import get_text, tls_context
 from e2e.pysched import Pysched
 from scheduler.config.defaults import KUBE_SCHEDULER_MULTI_POINT
-from scheduler.plugins.registry import DRA_SWITCH, in_tree_registry
+from scheduler.plugins.registry import in_tree_registry
 
 KUBE_SCHEDULER = "kube-scheduler"
 KUBE_PYSCHED = "kube-pysched"
@@ -35,9 +34,6 @@ SCHEDULERS = (KUBE_SCHEDULER, KUBE_PYSCHED)
 #: scheduler-plugins' kube-scheduler (its Coscheduling plugin): the gang benchmark's third
 #: scheduler, built from its Go module only when a run asks for it.
 SCHEDULER_PLUGINS = "scheduler-plugins"
-#: Default plugins kube-pysched builds only behind a feature gate of its own: a workload that
-#: requires one runs kube-pysched with the gate on.
-PYSCHED_SWITCHES = {"DynamicResources": DRA_SWITCH}
 
 
 def pysched_missing_plugins() -> list[str]:
@@ -48,16 +44,11 @@ def pysched_missing_plugins() -> list[str]:
 
 def unsupported_reason(workload: Workload) -> str | None:
     """Why kube-pysched cannot run the workload yet, or None when it can."""
-    lacking = set(pysched_missing_plugins()) - PYSCHED_SWITCHES.keys()
+    lacking = set(pysched_missing_plugins())
     missing = [p for p in workload.requires if p in lacking]
     if not missing:
         return None
     return f"not supported yet: kube-pysched has no {', '.join(missing)} plugin"
-
-
-def pysched_feature_gates(workload: Workload) -> dict[str, bool]:
-    """The gates of PYSCHED_SWITCHES the workload's required plugins need."""
-    return {PYSCHED_SWITCHES[p]: True for p in workload.requires if p in PYSCHED_SWITCHES}
 
 
 def scheduler_config(workload: Workload) -> dict[str, Any]:

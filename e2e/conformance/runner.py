@@ -89,8 +89,6 @@ class Selection:
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     #: kube-apiserver's ``--runtime-config``.
     runtime_config: Mapping[str, str] = field(default_factory=dict)
-    #: Gates only kube-pysched has (the Kubernetes components would refuse them).
-    pysched_gates: Mapping[str, bool] = field(default_factory=dict)
     #: The report keeps only specs whose name contains this (Ginkgo lists the whole binary).
     report_filter: str = "[sig-scheduling]"
     #: Where its halves' files go below a run's directory ("" keeps the first selection's
@@ -102,7 +100,7 @@ class Selection:
 
     def pysched_args(self) -> list[str]:
         """kube-pysched's flags for the selection's gates (it rejects gates it does not know)."""
-        return feature_gate_flags({**self.feature_gates, **self.pysched_gates})
+        return feature_gate_flags(self.feature_gates)
 
 
 #: The sig-scheduling specs that run on a default control plane (docs/conformance.md).
@@ -120,13 +118,12 @@ WORKLOAD = Selection(
     subdir="workload",
 )
 #: Kubernetes' kubelet-less DRA specs: default components (resource.k8s.io/v1 and the DRA
-#: gates they need are on by default in v1.37), kube-pysched's DynamicResources switched on.
+#: gates they need are on by default in v1.37), as is kube-pysched's DynamicResources.
 DRA = Selection(
     "dra",
     DRA_FOCUS,
     DRA_SKIP,
     expected=EXPECTED_DRA_FAILURES,
-    pysched_gates={"PyschedDynamicResources": True},
     report_filter="[DRA]",
     subdir="dra",
 )
