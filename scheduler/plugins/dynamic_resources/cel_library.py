@@ -18,6 +18,7 @@ from typing import Any
 
 from cel_expr_python import cel as _cel
 
+from scheduler.plugins.dynamic_resources.cel_net import network_functions
 from scheduler.plugins.dynamic_resources.cel_values import CELValueError
 
 _T = _cel.Type
@@ -152,5 +153,6 @@ def _regex_functions() -> list[Any]:
 
 
 def kubernetes_library() -> Any:
-    """The CEL extension holding Kubernetes' list and regex functions."""
-    return _cel.CelExtension("k8s.io/apiserver/library", _list_functions() + _regex_functions())
+    """The CEL extension holding Kubernetes' list, regex, IP, CIDR and URL functions."""
+    functions = _list_functions() + _regex_functions() + network_functions()
+    return _cel.CelExtension("k8s.io/apiserver/library", functions)
