@@ -1,6 +1,9 @@
 """Kubernetes' CEL list and regex functions (k8s.io/apiserver pkg/cel/library lists.go and
 regex.go) written for cel-expr-python, because cel-cpp ships neither: `isSorted`, `sum`, `min`,
-`max`, `indexOf`, `lastIndexOf` on lists and `find`, `findAll` on strings.
+`max`, `indexOf`, `lastIndexOf` on lists and `find`, `findAll` on strings; and the DRA
+library's `includes` (declared in the scheduler's environment whatever DRAListTypeAttributes
+says: upstream compiles selectors in its StoredExpressions environment, which ignores feature
+gates).
 
 They are declared as one CEL extension (not as plain functions) so that `indexOf` and
 `lastIndexOf` add list overloads next to the strings extension's string overloads, as the
@@ -118,6 +121,33 @@ def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     return _find_all_matches(text, pattern, limit)
 
 
+#: resource.k8s.io/v1 ResourceSliceMaxAttributeValuesPerDevice: the longest list `includes`
+#: accepts.
+MAX_INCLUDES_LIST = 48
+
+
+def _includes(target: Any, item: Any) -> bool:
+    """k8s.io/dynamic-resource-allocation cel includesFunc: membership in a list, equality for
+    any other value."""
+    if isinstance(target, list):
+        if len(target) > MAX_INCLUDES_LIST:
+            raise CELValueError(
+                "'includes' function cannot be applied to lists longer than "
+                f"{MAX_INCLUDES_LIST} values"
+            )
+        return any(_equal(value, item) for value in target)
+    return _equal(target, item)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    numbers = (int, float)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, numbers) and isinstance(b, numbers):
+        return bool(a == b)
+    return type(a) is type(b) and bool(a == b)
+
+
 def _member(name: str, ret: Any, params: list[Any], impl: Callable[..., Any]) -> Any:
     return _cel.Overload(name, ret, params, is_member=True, impl=impl)
 
@@ -154,5 +184,8 @@ def _regex_functions() -> list[Any]:
 
 def kubernetes_library() -> Any:
     """The CEL extension holding Kubernetes' list, regex, IP, CIDR and URL functions."""
-    functions = _list_functions() + _regex_functions() + network_functions()
+    includes = _cel.FunctionDecl(
+        "includes", [_member("dra_includes_dyn_dyn", _T.BOOL, [_T.DYN, _T.DYN], _includes)]
+    )
+    functions = [*_list_functions(), *_regex_functions(), *network_functions(), includes]
     return _cel.CelExtension("k8s.io/apiserver/library", functions)

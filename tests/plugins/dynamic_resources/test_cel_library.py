@@ -116,3 +116,30 @@ def test_not_in_the_environment(expression: str) -> None:
 def test_two_variable_macros_count_as_comprehensions() -> None:
     nested = "[1].all(a, [1].all(b, [1].transformList(i, c, [1].exists(j, d, true))))"
     assert estimated_max_cost(nested) > 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ('device.attributes["dra.example.com"].numa.includes(1)', True),
+        ('device.attributes["dra.example.com"].numa.includes(2)', False),
+        ('device.attributes["dra.example.com"].model.includes("a100-80gb")', True),
+        ("[1, 2].includes(2)", True),
+        ('[1, 2].includes("2")', False),
+    ],
+)
+def test_includes_as_the_stored_expressions_environment_declares_it(
+    expression: str, expected: bool
+) -> None:
+    assert run(expression) is expected
+
+
+def test_includes_refuses_long_lists() -> None:
+    with pytest.raises(CELError, match="cannot be applied to lists longer than 48 values"):
+        run("lists.range(49).includes(1)")
+
+
+def test_allow_multiple_allocations_compiles_whatever_the_gates() -> None:
+    """Upstream's scheduler compiles in the StoredExpressions environment, which declares the
+    field whether DRAConsumableCapacity is on or off; a device without it reads false."""
+    assert not run("device.allowMultipleAllocations")
