@@ -86,7 +86,7 @@ SELECTORS: dict[str, tuple[str, ...]] = {
         'device.attributes["resource.kubernetes.io"].pcieRoot == "pci0000:01"',
         # Kubernetes' CEL libraries (regex, lists, sets) on attributes.
         'device.attributes["gpu.example.com"].model.find("[0-9]+") == "100"',
-        '["a100", "l4"].indexOf(device.attributes["gpu.example.com"].model) >= 0',
+        '[0, 1].sum() == device.attributes["gpu.example.com"].numa',
         'sets.contains(["h100", "l4"], [device.attributes["gpu.example.com"].model])',
     ),
     "nic.example.com": (
