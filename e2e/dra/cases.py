@@ -84,16 +84,22 @@ SELECTORS: dict[str, tuple[str, ...]] = {
         '"model" in device.attributes["gpu.example.com"] && '
         'device.attributes["gpu.example.com"].model.startsWith("a")',
         'device.attributes["resource.kubernetes.io"].pcieRoot == "pci0000:01"',
+        # Kubernetes' CEL libraries (regex, lists, sets) on attributes.
+        'device.attributes["gpu.example.com"].model.find("[0-9]+") == "100"',
+        '[0, 1].sum() == device.attributes["gpu.example.com"].numa',
+        'sets.contains(["h100", "l4"], [device.attributes["gpu.example.com"].model])',
     ),
     "nic.example.com": (
         'device.attributes["nic.example.com"].speed >= 25',
         'device.attributes["nic.example.com"].sriov == true',
         'device.capacity["nic.example.com"].bandwidth.compareTo(quantity("25G")) >= 0',
         'device.attributes["nic.example.com"].firmware == semver("1.0.0")',
+        '[10, 25].max() <= device.attributes["nic.example.com"].speed',
     ),
     "fpga.example.com": (
         'device.attributes["fpga.example.com"].slots > 1',
         'device.attributes["fpga.example.com"].model in ["u250"]',
+        'device.attributes["fpga.example.com"].model.findAll("[0-9]")[0] == "5"',
     ),
 }
 
@@ -102,6 +108,8 @@ NEUTRAL_SELECTORS = (
     'device.driver != "fpga.example.com"',
     '"model" in device.attributes[device.driver]',
     'device.driver.endsWith(".example.com")',
+    'url("https://" + device.driver + "/").getHostname() == device.driver',
+    'cidr("10.0.0.0/8").containsIP("10.1.2.3") && device.driver.findAll("[a-z]+").size() == 3',
 )
 
 

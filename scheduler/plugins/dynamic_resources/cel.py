@@ -22,10 +22,11 @@ from functools import lru_cache
 from typing import Any
 
 from cel_expr_python import cel as _cel
-from cel_expr_python.ext import ext_bindings, ext_math, ext_strings
+from cel_expr_python.ext import ext_bindings, ext_strings
 
 from scheduler.framework import ATTR_BOOL, ATTR_INT, ATTR_STRING, ATTR_VERSION, Device
 from scheduler.plugins.dynamic_resources import cel_values as v
+from scheduler.plugins.dynamic_resources.cel_library import kubernetes_library
 
 #: resource.k8s.io/v1 CELSelectorExpressionMaxCost: upstream's runtime cost limit.
 MAX_COST = 1_000_000
@@ -36,7 +37,10 @@ COMPILE_CACHE_SIZE = 256
 
 _T = _cel.Type
 _QUANTITY = _T.Map(_T.STRING, _T.STRING)
-_MACROS = re.compile(r"\.\s*(all|exists_one|exists|map|filter)\s*\(")
+_MACROS = re.compile(
+    r"\.\s*(all|exists_one|exists|map|filter|transformList|transformMapEntry|transformMap|sortBy)"
+    r"\s*\("
+)
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
 _DOMAIN_INDEX = re.compile(r'\b(attributes|capacity)\s*\[\s*"((?:[^"\\]|\\.)*)"\s*\]')
 _KEY_NOT_FOUND = re.compile(r'Key not found in map\s*:\s*"?(.*?)"?\s*$')
@@ -100,6 +104,19 @@ def _functions() -> list[Any]:
     ]
 
 
+#: cel-cpp's standard extensions in the API server's base environment (environment/base.go, all
+#: of which the scheduler's StoredExpressions environment has): optional types, cel-go's lists
+#: (version 2: slice, flatten, distinct, reverse, sort, sortBy, lists.range), sets and
+#: two-variable comprehensions. Strings (version 2) and bindings come as extension objects.
+_STANDARD_EXTENSIONS = """\
+extensions:
+  - name: "optional"
+  - name: "lists"
+    version: 2
+  - name: "sets"
+  - name: "two-var-comprehensions"
+"""
+
 _ENV_LOCK = threading.Lock()
 _ENV: Any = None
 
@@ -109,12 +126,13 @@ def _env() -> Any:
     with _ENV_LOCK:
         if _ENV is None:
             _ENV = _cel.NewEnv(
+                config=_cel.NewEnvConfigFromYaml(_STANDARD_EXTENSIONS),
                 variables={"device": _T.Map(_T.STRING, _T.DYN)},
                 functions=_functions(),
                 extensions=[
                     ext_bindings.ExtBindings(),
-                    ext_strings.ExtStrings(),
-                    ext_math.ExtMath(),
+                    ext_strings.ExtStrings(version=2),
+                    kubernetes_library(),
                 ],
             )
         return _ENV
