@@ -163,7 +163,7 @@ def test_claim_reserved_for_other_pods_is_shared_without_a_limit_in_pre_filter()
     assert r.feasible == ["n2"]
     assert p.reserve(r.state, a, "n2") is None
     h.fake_api.fail_with = RuntimeError(
-        "ResourceClaim.resource.k8s.io \"c1\" is invalid: status.reservedFor: Too many: 257: "
+        'ResourceClaim.resource.k8s.io "c1" is invalid: status.reservedFor: Too many: 257: '
         "must have at most 256 items"
     )
     status = p.pre_bind(r.state, a, "n2")
