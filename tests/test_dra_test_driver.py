@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
 
+from e2e.dra.driver import Driver
 from e2e.dra.inventory import (
     GPU_DRIVER,
     NIC_DRIVER,
@@ -143,3 +145,33 @@ def test_binding_outcomes_set_the_conditions_once() -> None:
     pending = _config(binding={"node-a/nic-0": {**binding, "outcome": "pending"}})
     assert device_statuses(pending, _claim(), "2026-01-01T00:00:00Z") is None
     assert device_statuses(ready, {"metadata": {}, "status": {}}, "t") is None
+
+
+class _Objects:
+    """Records the driver's status patches."""
+
+    def __init__(self) -> None:
+        self.patches: list[tuple[str, Any]] = []
+
+    def patch_namespaced_custom_object_status(self, *args: Any) -> None:
+        self.patches.append((args[4], args[5]))
+
+
+def test_a_new_configuration_reaches_claims_allocated_before() -> None:
+    binding = {"conditions": ["e2e/attached"], "failureConditions": ["e2e/failed"]}
+    pending = _config(binding={"node-a/nic-0": {**binding, "outcome": "pending"}})
+    driver = Driver(k8s.ApiClient(), pending, "profile")
+    objects = _Objects()
+    driver.objects = objects  # type: ignore[assignment]
+    claim = _claim()
+    claim["metadata"]["resourceVersion"] = "5"
+    driver.claim_seen(claim)
+    assert objects.patches == []  # pending: nothing reported
+    driver.config = _config(binding={"node-a/nic-0": binding})
+    driver.report_all()
+    ((name, body),) = objects.patches
+    assert name == "c" and body["metadata"] == {"resourceVersion": "5"}
+    assert [c["type"] for c in body["status"]["devices"][0]["conditions"]] == ["e2e/attached"]
+    driver.claim_deleted(claim)
+    driver.report_all()
+    assert len(objects.patches) == 1

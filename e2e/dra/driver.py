@@ -17,7 +17,8 @@ changed pool gets the next generation), so a test taints a device or changes bin
 by rewriting the file and sending SIGHUP. A configuration that cannot be used is logged and the
 previous one kept. With binding outcomes configured, it watches ResourceClaims and, for a claim
 allocated one of those devices, sets the device's binding (or binding failure) conditions in
-`status.devices`, as a driver attaching a device would.
+`status.devices`, as a driver attaching a device would; a new configuration is applied to the
+claims already allocated too (an outcome turned from `pending` to `ready` reaches them).
 
 SIGTERM (or SIGINT) deletes its slices and ends it with exit status 0. Every action is logged
 on stdout: `started:` once listening, `published <slice> (generation N)`, `deleted <slice>`,
@@ -95,6 +96,7 @@ class Driver:
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.published: dict[str, JSON] = {}  # slice name -> spec (without generation)
         self.generations: dict[tuple[str, str], int] = {}  # (node, driver) -> generation
+        self.claims: dict[str, JSON] = {}  # "<ns>/<name>" -> the claim as last seen
 
     # --- slices --------------------------------------------------------------------------
 
@@ -176,6 +178,23 @@ class Driver:
 
     # --- claims (binding conditions) ------------------------------------------------------
 
+    def claim_seen(self, claim: JSON) -> None:
+        """A claim from the watch: kept (a new configuration may change its outcome) and
+        reported on."""
+        meta = claim["metadata"]
+        self.claims[f"{meta['namespace']}/{meta['name']}"] = claim
+        self.report(claim)
+
+    def claim_deleted(self, claim: JSON) -> None:
+        meta = claim["metadata"]
+        self.claims.pop(f"{meta['namespace']}/{meta['name']}", None)
+
+    def report_all(self) -> None:
+        """After a configuration change: every known claim is reported on again, so an outcome
+        turned from `pending` to `ready` or `failed` reaches claims allocated before."""
+        for claim in list(self.claims.values()):
+            self.report(claim)
+
     def report(self, claim: JSON) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         statuses = device_statuses(self.config, claim, now)
@@ -243,6 +262,8 @@ class Driver:
                 for event in stream:
                     if event["type"] in ("ADDED", "MODIFIED"):
                         self.events.put(("claim", event["object"]))
+                    elif event["type"] == "DELETED":
+                        self.events.put(("claim-deleted", event["object"]))
             except k8s.ApiException as exc:
                 if exc.status != 410:
                     raise
@@ -291,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                     driver.config = load_config(args.config)
                     log("configuration re-read")
                     driver.reconcile()
+                    driver.report_all()
                 except ConfigError as exc:
                     log(f"configuration refused, keeping the previous one: {exc}")
             try:
@@ -302,7 +324,9 @@ def main(argv: list[str] | None = None) -> int:
                 code = 1
                 break
             if kind == "claim":
-                driver.report(payload)
+                driver.claim_seen(payload)
+            elif kind == "claim-deleted":
+                driver.claim_deleted(payload)
             else:
                 driver.reconcile()
     except Stop as exc:

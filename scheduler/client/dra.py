@@ -46,13 +46,20 @@ DRA_KINDS: Mapping[str, tuple[str, Callable[[Any], Any]]] = {
 CHECK_WITHIN = 30.0
 
 
-def unavailable_kinds(rest: RestClient) -> list[str]:
-    """What of resource.k8s.io/v1 this process cannot list, one line per collection: a 404 (the
-    API server does not serve it) or a 403 (no permission). Checked once at start with a list
-    of one object per collection; any other failure (no connection, 5xx) decides nothing and
-    stops the check (the informers then retry it as usual)."""
+def watched_kinds(taint_rules: bool) -> dict[str, tuple[str, Callable[[Any], Any]]]:
+    """The kinds watched: DeviceTaintRules only with the DRADeviceTaintRules gate on, as
+    kube-scheduler starts its slice tracker's rule informer only then."""
+    return {k: v for k, v in DRA_KINDS.items() if taint_rules or k != DEVICE_TAINT_RULE}
+
+
+def unavailable_kinds(rest: RestClient, taint_rules: bool = True) -> list[str]:
+    """What of resource.k8s.io/v1 this process cannot list, one line per collection watched
+    (`watched_kinds`): a 404 (the API server does not serve it) or a 403 (no permission).
+    Checked once at start with a list of one object per collection; any other failure (no
+    connection, 5xx) decides nothing and stops the check (the informers then retry it as
+    usual)."""
     problems: list[str] = []
-    for path, _parse in DRA_KINDS.values():
+    for path, _parse in watched_kinds(taint_rules).values():
         resource = path.rsplit("/", 1)[-1]
         try:
             rest.get(path, {"limit": 1}, within=CHECK_WITHIN)
@@ -73,27 +80,31 @@ def resource_claim_path(namespace: str, name: str) -> str:
 
 
 class DRAInformers:
-    """The four informers, by event resource name (`informers`). DeviceTaintRule changes
-    reach the queue as ResourceSlice updates: the slices the plugin reads are the slices with
-    the rules applied (upstream's slice tracker sends the same events)."""
+    """The informers, by event resource name (`informers`): the DeviceTaintRule one only with
+    `taint_rules` (the DRADeviceTaintRules gate); without it no rule is watched or applied.
+    DeviceTaintRule changes reach the queue as ResourceSlice updates: the slices the plugin
+    reads are the slices with the rules applied (upstream's slice tracker sends the same
+    events)."""
 
-    def __init__(self, rest: RestClient, **kwargs: Any) -> None:
+    def __init__(self, rest: RestClient, taint_rules: bool = True, **kwargs: Any) -> None:
         self.informers: dict[str, Informer[Any]] = {
             resource: Informer(
                 rest, ListWatchSpec(path), parse, name=path.rsplit("/", 1)[-1], **kwargs
             )
-            for resource, (path, parse) in DRA_KINDS.items()
+            for resource, (path, parse) in watched_kinds(taint_rules).items()
         }
+        self.watches_taint_rules = taint_rules
         inf = self.informers
         self._claims: Informer[ResourceClaim] = inf["resource.k8s.io/ResourceClaim"]
         self._slices: Informer[ResourceSlice] = inf["resource.k8s.io/ResourceSlice"]
         self._classes: Informer[DeviceClass] = inf["resource.k8s.io/DeviceClass"]
-        self._rules: Informer[DeviceTaintRule] = inf[DEVICE_TAINT_RULE]
+        self._rules: Informer[DeviceTaintRule] | None = inf.get(DEVICE_TAINT_RULE)
         # next() of a count is atomic: two informer threads never lose a change.
         self._changes = itertools.count(1)
         self._revision = 0
         for informer in (self._slices, self._rules):
-            informer.add_event_handler(self._changed, self._changed, self._changed)
+            if informer is not None:
+                informer.add_event_handler(self._changed, self._changed, self._changed)
 
     def _changed(self, *_objects: Any) -> None:
         self._revision = next(self._changes)
@@ -114,7 +125,7 @@ class DRAInformers:
         return self._classes.list()
 
     def taint_rules(self) -> list[DeviceTaintRule]:
-        return self._rules.list()
+        return self._rules.list() if self._rules is not None else []
 
     def slices_revision(self) -> int:
         return self._revision

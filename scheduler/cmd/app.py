@@ -340,7 +340,9 @@ class App:
         plugins are built (a profile with DynamicResources)."""
         if self.dra is None:
             self._require_plugins_being_built("Handle.dra()")
-            informers = DRAInformers(self.rest)
+            informers = DRAInformers(
+                self.rest, taint_rules=self.features.enabled("DRADeviceTaintRules")
+            )
             self.dra = (informers, DRAManager(informers))
         return self.dra[1]
 
@@ -443,7 +445,7 @@ class App:
         comes, with the scheduler never ready; kube-pysched says what is missing and exits."""
         if self.dra is None:
             return
-        problems = unavailable_kinds(self.rest)
+        problems = unavailable_kinds(self.rest, self.dra[0].watches_taint_rules)
         if problems:
             raise StartupError(
                 "DynamicResources cannot watch resource.k8s.io/v1: "

@@ -182,6 +182,7 @@ from scheduler.framework.dra import (
     DRASource,
     StaticDRA,
 )
+from scheduler.framework.dra_scoring import DRAScoreState, dra_score_state
 from scheduler.framework.events import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_ASSIGNED_POD_DELETE,
@@ -363,6 +364,7 @@ __all__ = [
     "CycleState",
     "DRAManager",
     "DRAParseError",
+    "DRAScoreState",
     "DRASource",
     "Device",
     "DeviceAttribute",
@@ -468,6 +470,7 @@ __all__ = [
     "check_list",
     "check_object",
     "counting_against",
+    "dra_score_state",
     "ephemeral_claim_error",
     "field",
     "format_quantity",

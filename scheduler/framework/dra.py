@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from scheduler.api.dra import DeviceClass, DeviceTaintRule, ResourceClaim
 from scheduler.api.dra_common import DRAParseError, parse_quantity_field
-from scheduler.api.dra_slices import ResourceSlice, apply_taint_rules
+from scheduler.api.dra_slices import Device, ResourceSlice, apply_taint_rules
 from scheduler.api.resources import DEVICE_CLASS_RESOURCE_PREFIX
 
 #: (driver, pool, device): equal to the allocator's DeviceID named tuples.
@@ -308,6 +308,10 @@ class DRAManager:
         self.claims = ClaimTracker(source)
         self._slices_lock = threading.Lock()
         self._patched: tuple[int, list[ResourceSlice]] | None = None
+        #: DynamicResources' CEL evaluation of a DeviceClass's selectors for one device of a
+        #: driver (set by that plugin): NodeResourcesFit's scoring of extended resources
+        #: backed by DRA counts the devices a class matches with it.
+        self.device_class_matcher: Callable[[DeviceClass, str, Device], bool] | None = None
 
     def slices_with_taint_rules(self) -> list[ResourceSlice]:
         return self.slices_and_revision()[1]

@@ -146,3 +146,40 @@ def test_the_check_raises_a_startup_error(server: FakeApiServer) -> None:
             app.check_apis()
     finally:
         app.stop()
+
+
+def test_device_taint_rules_are_watched_only_with_their_gate(server: FakeApiServer) -> None:
+    """DRADeviceTaintRules off: no DeviceTaintRule informer and no check of the collection
+    (kube-scheduler starts the rule informer only with the gate on); the rules are then never
+    applied to the slices the plugin reads."""
+    rules = "devicetaintrules"
+    server.handler = answer(
+        lambda resource: (
+            Response(404, NOT_FOUND)
+            if resource == rules
+            else Response(200, {"metadata": {"resourceVersion": "1"}, "items": []})
+        )
+    )
+    app = App(options(server, DRADeviceTaintRules=False), in_tree_registry())
+    try:
+        assert app.dra is not None
+        informers = app.dra[0]
+        assert "resource.k8s.io/DeviceTaintRule" not in informers.informers
+        assert sorted(informers.informers) == [
+            "resource.k8s.io/DeviceClass",
+            "resource.k8s.io/ResourceClaim",
+            "resource.k8s.io/ResourceSlice",
+        ]
+        assert informers.taint_rules() == []
+        app.check_apis()  # the missing collection is not watched, so not checked
+    finally:
+        app.stop()
+    assert not [r for r in server.requests if r.path.startswith(GROUP + rules)]
+    app = App(options(server), in_tree_registry())
+    try:
+        assert app.dra is not None
+        assert "resource.k8s.io/DeviceTaintRule" in app.dra[0].informers
+        with pytest.raises(StartupError, match="devicetaintrules: not served"):
+            app.check_apis()
+    finally:
+        app.stop()

@@ -10,11 +10,12 @@ creates it in the API (annotated, owned by the pod) and records it in the pod's
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.framework import (
+    Device,
     DeviceClass,
     DRAManager,
     NodeInfo,
@@ -23,6 +24,7 @@ from scheduler.framework import (
     is_dra_extended_resource_name,
     parse_resource_claim,
 )
+from scheduler.plugins.dynamic_resources.cel import SelectorCache
 
 #: specialClaimInMemName: not a valid object name, so never a real claim's.
 IN_MEMORY_NAME = "<extended-resources>"
@@ -221,3 +223,17 @@ def requests_and_mappings(
         mappings.extend(short_mappings)
     requests.sort(key=lambda r: str(r["name"]))
     return requests, mappings
+
+
+def class_matcher(selectors: SelectorCache) -> Callable[[DeviceClass, str, Device], bool]:
+    """The CEL evaluation NodeResourcesFit's scoring borrows (DRAManager.device_class_matcher):
+    a device matches a class when every CEL selector of the class accepts it."""
+
+    def matches(cls: DeviceClass, driver: str, device: Device) -> bool:
+        return all(
+            selectors.get(expression).matches(driver, device)
+            for expression in cls.selectors
+            if expression is not None
+        )
+
+    return matches

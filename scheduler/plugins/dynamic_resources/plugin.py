@@ -125,6 +125,7 @@ class DynamicResources:
         #: The clock filterTimeout is measured on (replaceable, so tests need no real time).
         self.clock: Callable[[], float] = time.monotonic
         self.selectors = SelectorCache(CEL_CACHE_SIZE)
+        self.dra.device_class_matcher = extended.class_matcher(self.selectors)
         self.binder = ClaimBinder(
             handle, self.dra, args.binding_timeout, self.gates.binding_conditions
         )

@@ -12,6 +12,7 @@ import numpy.typing as npt
 from scheduler.framework import (
     Code,
     CycleState,
+    DRAScoreState,
     Handle,
     NodeInfo,
     NodeTable,
@@ -19,6 +20,8 @@ from scheduler.framework import (
     ScoreColumn,
     SignFragment,
     Status,
+    dra_score_state,
+    is_dra_extended_resource_name,
     signers,
 )
 from scheduler.plugins.noderesources.balanced_allocation_args import BalancedAllocationArgs
@@ -31,6 +34,9 @@ from scheduler.plugins.noderesources.resource_allocation import BalancedAllocati
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+DRA_SCORE_STATE_KEY = PRE_SCORE_STATE_KEY + "DRA"
+#: kube-pysched's switch for DynamicResources (docs/dra.md).
+DRA_SWITCH = "PyschedDynamicResources"
 
 
 class BalancedAllocation:
@@ -41,6 +47,10 @@ class BalancedAllocation:
     def __init__(self, args: BalancedAllocationArgs, handle: Handle) -> None:
         self.resources = args.resources
         self.scorer = BalancedScorer()
+        #: Extended resources backed by DRA score by their devices (DRAExtendedResource); DRA
+        #: is read only when a scored resource could be one.
+        dra_named = any(is_dra_extended_resource_name(r.name) for r in self.resources)
+        self._dra = handle.dra() if dra_named and handle.features.enabled(DRA_SWITCH) else None
 
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         """The score depends on the pod's requests (containers and overhead)."""
@@ -51,7 +61,14 @@ class BalancedAllocation:
         if not any(requests):
             return Status(Code.SKIP)
         state.write(PRE_SCORE_STATE_KEY, requests)
+        dra = dra_score_state(self._dra, [r.name for r in self.resources])
+        if dra is not None:
+            state.write(DRA_SCORE_STATE_KEY, dra)
         return None
+
+    def _dra_score_state(self, state: CycleState) -> DRAScoreState | None:
+        found = state.get(DRA_SCORE_STATE_KEY)
+        return found if isinstance(found, DRAScoreState) else None
 
     def _requests(self, state: CycleState, pod: Pod) -> list[int]:
         requests = state.get(PRE_SCORE_STATE_KEY)
@@ -65,7 +82,9 @@ class BalancedAllocation:
             return 0  # best-effort pod scored without PreScore, as Go does
         if not self.resources:
             return Status(Code.ERROR, "resources not found")
-        requested, allocated, allocatable = node_vectors(node_info, self.resources, requests, True)
+        requested, allocated, allocatable = node_vectors(
+            node_info, self.resources, requests, True, self._dra_score_state(state)
+        )
         return self.scorer.score(requested, allocated, allocatable)
 
     def score_batch(
@@ -74,6 +93,8 @@ class BalancedAllocation:
         requests = self._requests(state, pod)
         if not any(requests):
             return np.zeros(len(rows), np.int64)
+        if self._dra_score_state(state) is not None:
+            return None  # per node: devices counted from the node's slices
         requested, allocated, allocatable = table_matrices(
             table, rows, self.resources, requests, True
         )

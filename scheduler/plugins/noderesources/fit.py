@@ -23,6 +23,7 @@ from scheduler.framework import (
     CycleState,
     DeviceClass,
     DRAManager,
+    DRAScoreState,
     EventResource,
     Handle,
     Node,
@@ -36,6 +37,7 @@ from scheduler.framework import (
     SignFragment,
     Status,
     StatusColumn,
+    dra_score_state,
     is_dra_extended_resource_name,
     is_extended_resource_name,
     is_scalar_resource_name,
@@ -62,6 +64,8 @@ from scheduler.plugins.noderesources.resource_allocation import (
 NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+#: The DRA view PreScore reads when a scored resource is an extended resource backed by DRA.
+DRA_SCORE_STATE_KEY = PRE_SCORE_STATE_KEY + "DRA"
 DELEGATED_STATE_KEY = "Delegated" + NAME
 #: kube-pysched's switch for DynamicResources (docs/dra.md): with it off no DeviceClass is
 #: watched, so no extended resource is left to DRA.
@@ -489,7 +493,14 @@ class NodeResourcesFit:
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
         state.write(PRE_SCORE_STATE_KEY, pod_request_list(pod, self.resources, False))
+        dra = dra_score_state(self._dra, [r.name for r in self.resources])
+        if dra is not None:
+            state.write(DRA_SCORE_STATE_KEY, dra)
         return None
+
+    def _dra_score_state(self, state: CycleState) -> DRAScoreState | None:
+        found = state.get(DRA_SCORE_STATE_KEY)
+        return found if isinstance(found, DRAScoreState) else None
 
     def _score_requests(self, state: CycleState, pod: Pod) -> list[int]:
         requests = state.get(PRE_SCORE_STATE_KEY)
@@ -501,15 +512,19 @@ class NodeResourcesFit:
         if not self.resources:
             return Status(Code.ERROR, "resources not found")
         requested, allocated, allocatable = node_vectors(
-            node_info, self.resources, self._score_requests(state, pod), False
+            node_info,
+            self.resources,
+            self._score_requests(state, pod),
+            False,
+            self._dra_score_state(state),
         )
         return self.scorer.score(requested, allocated, allocatable)
 
     def score_batch(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
     ) -> ScoreColumn | None:
-        if not self.resources:
-            return None  # per-node score reports the error
+        if not self.resources or self._dra_score_state(state) is not None:
+            return None  # per node: the error, or devices counted from the node's slices
         requested, allocated, allocatable = table_matrices(
             table, rows, self.resources, self._score_requests(state, pod), False
         )

@@ -3,7 +3,8 @@
 Follows resourceAllocationScorer.calculatePodResourceRequest and
 calculateNodeAllocatableRequest: Fit scores with the non-zero cpu/memory defaults for containers
 that request nothing, BalancedAllocation with the real requests; ephemeral storage and scalar
-resources always use real requests; a resource the node does not offer is left out (zeros).
+resources always use real requests; a resource the node does not offer is left out (zeros),
+unless it is an extended resource backed by DRA with devices on the node.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from scheduler.framework import (
     CPU,
     EPHEMERAL_STORAGE,
     MEMORY,
+    DRAScoreState,
     NodeInfo,
     NodeTable,
     Pod,
@@ -47,8 +49,11 @@ def node_vectors(
     resources: Sequence[ResourceSpec],
     pod_requests: Sequence[int],
     use_requested: bool,
+    dra: DRAScoreState | None = None,
 ) -> tuple[list[int], list[int], list[int]]:
-    """(requested including the pod, allocated, allocatable) per resource for one node."""
+    """(requested including the pod, allocated, allocatable) per resource for one node. With
+    `dra`, an extended resource the node does not advertise counts the devices DRA offers for
+    it there (allocatable) and those allocated, when there are any."""
     k = len(resources)
     requested, allocated, allocatable = [0] * k, [0] * k, [0] * k
     used = info.requested if use_requested else info.non_zero_requested
@@ -66,6 +71,8 @@ def node_vectors(
         else:
             cap = node_alloc.scalar.get(name, 0)
             already = info.requested.scalar.get(name, 0)
+            if cap == 0 and dra is not None and info.node is not None:
+                cap, already = dra.totals(info.node.name, info.node.labels, name)
         if cap == 0:
             continue
         allocatable[i] = cap

@@ -5,6 +5,7 @@ deallocation PostFilter makes."""
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.framework.status import Code
@@ -162,3 +163,25 @@ def test_met_binding_conditions_let_pre_bind_succeed() -> None:
     r = run_plugin(p, a, h.snap)
     assert r.feasible == ["n1"]
     assert p.pre_bind(r.state, a, "n1") is None
+
+
+def test_binding_timeout_makes_the_claim_unavailable_and_fails_pre_bind() -> None:
+    """isClaimTimeout: a device with binding conditions allocated longer ago than
+    bindingTimeout and not ready: Filter finds the claim unavailable (PostFilter may then
+    deallocate it) and PreBind ends with upstream's timeout message."""
+    allocated = _with_conditions(allocation("n1", "gpu-0"), [])
+    allocated["allocationTimestamp"] = "2026-01-01T00:00:00+00:00"
+    c1 = claim("c1", allocation=allocated, reserved_for=[{"uid": "a"}])
+    h = handle(("n1",), claims=(c1,))
+    p = plugin(h, {"bindingTimeout": "1s"})
+    a = pod("a", claims={"gpu": "c1"})
+    r = run_plugin(p, a, h.snap)
+    assert r.rejections() == {"n1": "resourceclaim not available on the node"}
+    status = p.pre_bind(r.state, a, "n1")
+    assert status is not None and status.code == Code.ERROR
+    assert status.message() == "device binding timeout: claim=c1"
+    # Allocated just now, the same claim is only pending: usable, PreBind would wait.
+    fresh = dict(allocated, allocationTimestamp=datetime.now(UTC).isoformat())
+    h = handle(("n1",), claims=(claim("c1", allocation=fresh, reserved_for=[{"uid": "a"}]),))
+    r = run_plugin(plugin(h, {"bindingTimeout": "1s"}), a, h.snap)
+    assert r.feasible == ["n1"]

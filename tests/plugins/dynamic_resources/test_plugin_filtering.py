@@ -147,3 +147,25 @@ def test_node_pools_are_gathered_once_until_a_slice_changes() -> None:
     assert p._pools["n1"][2] is pools, "the same slices: the node's pools are reused"
     h.static_dra.add_slice(gpu_slice("n1", "gpu-0"))
     assert run_plugin(p, pod("a", claims={"gpu": "c1"}), h.snap).feasible == ["n1"]
+
+
+def test_claim_reserved_for_other_pods_is_shared_without_a_limit_in_pre_filter() -> None:
+    """v1.37's PreFilter refuses an allocated claim with `resourceclaim in use` only when
+    resourceclaim.CanBeReserved is false, and CanBeReserved is true for every claim: sharing
+    is unrestricted there. A full status.reservedFor (256 entries, the API's maximum) is left
+    to the API server, which rejects PreBind's write."""
+    others = [{"resource": "pods", "name": f"o{i}", "uid": f"o{i}"} for i in range(256)]
+    h = handle(claims=(claim("c1", allocation=allocation("n2", "gpu-0"), reserved_for=others),))
+    p = plugin(h)
+    a = pod("a", claims={"gpu": "c1"})
+    r = run_plugin(p, a, h.snap)
+    assert r.pre_filter_status is None
+    assert r.feasible == ["n2"]
+    assert p.reserve(r.state, a, "n2") is None
+    h.fake_api.fail_with = RuntimeError(
+        'ResourceClaim.resource.k8s.io "c1" is invalid: status.reservedFor: Too many: 257: '
+        "must have at most 256 items"
+    )
+    status = p.pre_bind(r.state, a, "n2")
+    assert status is not None and status.code == Code.ERROR
+    assert "status.reservedFor: Too many" in status.message()
