@@ -83,7 +83,7 @@ class Budgets:
         if len(covering) > 1:
             return SEVERAL
         pdb = covering[0]
-        name = f"{pdb['metadata'].get('namespace', 'default')}/{pdb['metadata']['name']}"
+        name = pdb["metadata"]["name"]
         spec = pdb.get("spec") or {}
         status = pdb.setdefault("status", {})
         if not _ready(pod):

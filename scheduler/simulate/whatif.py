@@ -80,6 +80,9 @@ class Prepared:
     blocked: dict[str, str] = field(default_factory=dict)
     #: Every pod of the what-if's start, as JSON (what a recreated victim is made from).
     raw_pods: dict[str, Json] = field(default_factory=dict)
+    #: The snapshot's nodes and pods, before the what-if's changes.
+    snapshot_nodes: int = 0
+    snapshot_pods: int = 0
 
 
 def _key(pod: Json) -> str:
@@ -89,6 +92,7 @@ def _key(pod: Json) -> str:
 
 def prepare(whatif: WhatIf) -> Prepared:
     cluster = read_objects(whatif.snapshot)
+    counts = len(cluster.of("Node")), len(cluster.of("Pod"))
     scaled = scale(cluster, whatif.scale, whatif.now or datetime.now(UTC))
     gone = set(scaled.deleted)
     new_pods = list(scaled.created)
@@ -161,6 +165,8 @@ def prepare(whatif: WhatIf) -> Prepared:
         added_nodes=added_nodes,
         blocked=drained.blocked,
         raw_pods=raw_pods,
+        snapshot_nodes=counts[0],
+        snapshot_pods=counts[1],
     )
 
 
@@ -261,8 +267,8 @@ def simulate(whatif: WhatIf, registry: Registry) -> Report:
             report = Report(
                 snapshot=list(whatif.snapshot),
                 seed=whatif.seed,
-                nodes=len(prepared.cluster.of("Node")),
-                existing_pods=len(prepared.cluster.of("Pod")),
+                nodes=prepared.snapshot_nodes,
+                existing_pods=prepared.snapshot_pods,
                 added=prepared.added,
                 drained=prepared.drained,
                 lost=prepared.lost,
