@@ -7,13 +7,14 @@ disruptions and records the pod in `status.disruptedPods`, so a second eviction 
 budget sees what is left, as it would live. The checks follow the eviction subresource:
 
 * a pod that is Pending, Succeeded or Failed, or already being deleted, is evicted regardless;
-* a budget whose selector is empty or absent covers no pod; a pod two budgets cover is refused
-  (the subresource does not support it);
+* a budget without a selector covers no pod, one with an empty selector every pod of its
+  namespace; a pod two budgets cover is refused (the subresource does not support it);
 * a pod that is not ready is evicted without using the budget under
   `unhealthyPodEvictionPolicy: AlwaysAllow`, or under the default `IfHealthyBudget` when the
   budget's healthy pods reach its desired count;
 * a budget whose status is older than its spec (`observedGeneration` behind `generation`)
-  refuses, as does one with no disruptions allowed.
+  refuses, as does one with no disruptions allowed (or a negative count, or more than
+  2,000 evictions its controller has not confirmed).
 
 The budgets' status is the snapshot's: the disruption controller recounts it only as the
 recreated pods become ready, which a drain's simulation does not wait for.
@@ -28,6 +29,8 @@ from scheduler.api.json_types import Json
 from scheduler.api.labels import LabelSelector, SelectorError
 
 TOO_MANY = "Cannot evict pod as it would violate the pod's disruption budget."
+#: Evictions a budget may have pending confirmation before the subresource refuses more.
+MAX_DISRUPTED_PODS = 2000
 #: The eviction time recorded in `status.disruptedPods` (only its keys are read).
 EPOCH = "1970-01-01T00:00:00Z"
 SEVERAL = (
@@ -66,7 +69,7 @@ class Budgets:
                 selector = LabelSelector.parse((pdb.get("spec") or {}).get("selector"))
             except SelectorError:
                 continue  # the eviction subresource skips a budget it cannot read
-            if selector is None or selector.is_empty() or not selector.matches(labels):
+            if selector is None or not selector.matches(labels):
                 continue
             out.append(pdb)
         return out
@@ -94,9 +97,18 @@ class Budgets:
                 return None
         generation = int(pdb["metadata"].get("generation") or 0)
         if int(status.get("observedGeneration") or 0) < generation:
-            return f"{TOO_MANY} The disruption budget {name} is still being processed."
+            return (
+                f"{TOO_MANY} The disruption budget {name} is still being processed by the server."
+            )
         allowed = int(status.get("disruptionsAllowed") or 0)
-        if allowed <= 0:
+        if allowed < 0:
+            return f"poddisruptionbudget {name}: pdb disruptions allowed is negative"
+        if len(status.get("disruptedPods") or {}) > MAX_DISRUPTED_PODS:
+            return (
+                f"poddisruptionbudget {name}: DisruptedPods map too big - too many evictions "
+                "not confirmed by PDB controller"
+            )
+        if allowed == 0:
             return (
                 f"{TOO_MANY} The disruption budget {name} needs "
                 f"{status.get('desiredHealthy', 0)} healthy pods and has "

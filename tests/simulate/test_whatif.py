@@ -309,7 +309,10 @@ def test_the_eviction_api_charges_and_enforces_the_budget() -> None:
     )
     assert Budgets.of([pdb("web", 0)]).evict(unready) is not None
     assert Budgets.of([pdb("a", 1), pdb("b", 1)]).evict(web("w5")) == SEVERAL
-    assert Budgets.of([pdb("any", 0, selector={})]).evict(web("w6")) is None
+    assert Budgets.of([pdb("all", 0, selector={})]).evict(web("w6")) is not None
+    assert Budgets.of([pdb("none", 0, selector=None)]).evict(web("w7")) is None
+    negative = Budgets.of([pdb("web", -1)]).evict(web("w8"))
+    assert negative is not None and "negative" in negative
 
 
 def test_drain_leaves_pods_a_budget_protects_unless_eviction_is_disabled(
