@@ -99,6 +99,8 @@ class Report:
     lost: list[str] = field(default_factory=list)
     #: `--scale` targets: "NAMESPACE/KIND/NAME: FROM -> TO" (pods).
     scaled: list[str] = field(default_factory=list)
+    #: The pods `--scale` deletes, in the order the controllers delete them.
+    scaled_down: list[str] = field(default_factory=list)
     removed_nodes: list[str] = field(default_factory=list)
     added_nodes: list[str] = field(default_factory=list)
     #: Drain evictions a PodDisruptionBudget refused: pod -> the eviction API's message.
@@ -182,6 +184,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "
 def what_if_lines(report: Report) -> list[str]:
     """The what-if's changes other than added pods and drains, one line each."""
     lines = [f"Scaled:   {s}" for s in report.scaled]
+    if report.scaled_down:
+        lines.append(f"Scaled down, deleted: {', '.join(report.scaled_down)}")
     if report.removed_nodes:
         lines.append(f"Removed nodes: {', '.join(report.removed_nodes)}")
     if report.added_nodes:

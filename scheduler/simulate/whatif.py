@@ -75,6 +75,7 @@ class Prepared:
     lost: list[str]
     evicted: list[str]
     scaled: list[str] = field(default_factory=list)
+    scaled_down: list[str] = field(default_factory=list)
     removed_nodes: list[str] = field(default_factory=list)
     added_nodes: list[str] = field(default_factory=list)
     blocked: dict[str, str] = field(default_factory=dict)
@@ -161,6 +162,7 @@ def prepare(whatif: WhatIf) -> Prepared:
         lost,
         evicted,
         scaled=scaled.summary,
+        scaled_down=scaled.deleted,
         removed_nodes=removed,
         added_nodes=added_nodes,
         blocked=drained.blocked,
@@ -273,6 +275,7 @@ def simulate(whatif: WhatIf, registry: Registry) -> Report:
                 drained=prepared.drained,
                 lost=prepared.lost,
                 scaled=prepared.scaled,
+                scaled_down=prepared.scaled_down,
                 removed_nodes=prepared.removed_nodes,
                 added_nodes=prepared.added_nodes,
                 blocked=prepared.blocked,

@@ -182,6 +182,7 @@ def test_scale_runs_end_to_end_and_an_unknown_workload_exits_2(
     )
     report = run(capsys, "--snapshot", snap, "--scale", "rs/web=3")
     assert report["scaled"] == ["default/replicaset/web: 1 -> 3"]
+    assert report["scaled_down"] == []
     assert report["configs"][0]["placed"] == {"default/web-00000": "a", "default/web-00001": "a"}
     assert simulate_main(["--snapshot", snap, "--scale", "deployment/nope=3"]) == 2
     assert "no ReplicaSet of a Deployment default/nope" in capsys.readouterr().err
