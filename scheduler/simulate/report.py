@@ -71,7 +71,8 @@ class ConfigReport:
     seconds: float = 0.0
     #: True when the run hit its bound on scheduling attempts (pods may have been left).
     stopped_early: bool = False
-    #: With --recreate-victims: preempted pod -> the pod its controller created in its place.
+    #: With --recreate-victims: preempted pod -> the pod its controller created in its place
+    #: ("" when no controller recreates it).
     recreated_victims: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -242,7 +243,13 @@ def render_table(report: Report) -> str:
             )
         if cfg.recreated_victims:
             lines.append("")
-            lines += _table(["VICTIM", "RECREATED AS"], sorted(cfg.recreated_victims.items()))
+            lines += _table(
+                ["VICTIM", "RECREATED AS"],
+                [
+                    (victim, made or "(not recreated: no controller)")
+                    for victim, made in sorted(cfg.recreated_victims.items())
+                ],
+            )
         if cfg.other_scheduler:
             lines.append(
                 f"  not for this configuration's profiles: {', '.join(cfg.other_scheduler)}"

@@ -185,6 +185,7 @@ class _VictimRecreator:
     def __call__(self, victim: Pod) -> None:
         raw = self.raw.get(victim.key)
         if raw is None or (controller_of(raw) or {}).get("kind") not in RECREATING_OWNERS:
+            self.made[victim.key] = ""  # no controller puts it back
             return
         self.serial += 1
         pod = recreated(raw, self.serial)

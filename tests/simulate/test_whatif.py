@@ -334,14 +334,23 @@ def test_drain_leaves_pods_a_budget_protects_unless_eviction_is_disabled(
 def test_victims_come_back_pending_when_asked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    snap = write(tmp_path / "c.yaml", node("a", "2"), owned("low-1", "2", "a", "low"))
-    add = write(tmp_path / "add.yaml", pod("high", "2", priority=100))
+    snap = write(
+        tmp_path / "c.yaml",
+        node("a", "2"),
+        node("b", "1"),
+        owned("low-1", "2", "a", "low"),
+        pod("bare", "1", "b"),
+    )
+    add = write(tmp_path / "add.yaml", pod("high", "2", priority=100), pod("mid", "1", priority=50))
     plain = run(capsys, "--snapshot", snap, "--add", add)["configs"][0]
     assert plain["recreated_victims"] == {} and plain["pending"] == []
+    assert len(plain["preemptions"]) == 2
     cfg = run(capsys, "--snapshot", snap, "--add", add, "--recreate-victims")["configs"][0]
-    assert cfg["preemptions"][0]["victims"] == ["default/low-1"]
-    [(victim, again)] = cfg["recreated_victims"].items()
-    assert victim == "default/low-1" and again.startswith("default/low-sim")
+    victims = {v for p in cfg["preemptions"] for v in p["victims"]}
+    assert victims == {"default/low-1", "default/bare"}
+    again = cfg["recreated_victims"]["default/low-1"]
+    assert again.startswith("default/low-sim")
+    assert cfg["recreated_victims"]["default/bare"] == ""
     assert [p["pod"] for p in cfg["pending"]] == [again]
 
 
