@@ -3,9 +3,11 @@
 A snapshot of the cluster, a simulation of a workload on it, then the same workload created
 for real and scheduled by kube-pysched: every pod (each one's best node unique, as the
 simulation reports) lands where the simulation put it, and the pods left Pending and their
-messages are the same. A drain is
-predicted and then done for real (the node cordoned, its pods deleted and recreated by their
-ReplicaSet): the recreated pods land on the nodes predicted. Two configurations of one
+messages are the same. A drain is predicted and then done for real (the node cordoned, its
+pods deleted and recreated by their ReplicaSet): the recreated pods land on the nodes
+predicted. A ReplicaSet's scale-down is predicted and then done: the ReplicaSet controller
+deletes the pods the simulation named. A drain under a PodDisruptionBudget: the eviction the
+simulation reports blocked is the one the eviction API refuses. Two configurations of one
 cluster, LeastAllocated against MostAllocated, spread and pack. The `--html` page opened in
 headless Chromium (e2e/browser.py): no script or console error, every chart drawn, and a
 screenshot kept.
@@ -225,6 +227,143 @@ def test_a_drain_is_predicted_as_the_replica_set_recreates_the_pods(
     kept = {p.metadata.uid for p in before}
     recreated = [p for p in pods() if p.metadata.uid not in kept]
     assert Counter(p.spec.node_name for p in recreated) == Counter(moved.values())
+
+
+def test_a_scale_down_is_predicted_as_the_replica_set_controller_deletes(
+    cluster: ControlPlane | ExternalCluster,
+    core_v1: k8s.CoreV1Api,
+    api_client: k8s.ApiClient,
+    namespace: str,
+    kwok_nodes: NodeFactory,
+    tmp_path: Path,
+) -> None:
+    """Six pods a ReplicaSet adopts, three on one node, two on another, one on a third with
+    a lower pod-deletion-cost; scaled to two, the simulation names the pods the ReplicaSet
+    controller then deletes (the cheap one, then the doubled-up ones)."""
+    nodes = _pool_nodes(kwok_nodes, namespace, ["4", "4", "4"])
+    labels = {"app": "web"}
+    layout = {"a0": 0, "a1": 0, "a2": 0, "b0": 1, "b1": 1, "c0": 2}
+    for name, index in layout.items():
+        manifest = _pod(name, "100m", namespace, namespace)
+        manifest["metadata"]["labels"] = labels
+        manifest["spec"]["nodeName"] = nodes[index]
+        if name == "c0":
+            manifest["metadata"]["annotations"] = {
+                "controller.kubernetes.io/pod-deletion-cost": "-10"
+            }
+        core_v1.create_namespaced_pod(namespace, manifest)
+    template = {
+        "metadata": {"labels": labels},
+        "spec": _pod("t", "100m", namespace, namespace)["spec"],
+    }
+    replica_set = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {"replicas": 6, "selector": {"matchLabels": labels}, "template": template},
+    }
+    apps = k8s.AppsV1Api(api_client)
+    apps.create_namespaced_replica_set(namespace, replica_set)
+
+    def live() -> list[k8s.V1Pod]:
+        items: list[k8s.V1Pod] = core_v1.list_namespaced_pod(namespace).items
+        return [p for p in items if p.metadata.deletion_timestamp is None]
+
+    def adopted_and_running() -> bool | str:
+        pods = live()
+        ready = [p for p in pods if p.metadata.owner_references and p.status.phase == "Running"]
+        return (len(pods) == 6 and len(ready) == 6) or f"{len(ready)}/{len(pods)} adopted, running"
+
+    wait_for(adopted_and_running, timeout=TIMEOUT, what="the pods adopted and Running")
+    snapshot = _snapshot(cluster, tmp_path / "cluster.yaml")
+    report = _simulate("--snapshot", snapshot, "--scale", f"{namespace}/rs/web=2")
+    assert report["scaled"] == [f"{namespace}/replicaset/web: 6 -> 2"]
+    predicted = [key.split("/", 1)[1] for key in report["scaled_down"]]
+    assert predicted[0] == "c0" and set(predicted) == {"c0", "a0", "a1", "a2"}
+
+    apps.patch_namespaced_replica_set(
+        namespace=namespace, name="web", body={"spec": {"replicas": 2}}
+    )
+    wait_for(lambda: len(live()) == 2 or f"{len(live())} left", timeout=TIMEOUT, what="scaled down")
+    assert {p.metadata.name for p in live()} == set(layout) - set(predicted)
+
+
+def test_a_drain_meets_the_disruption_budget_as_the_eviction_api_does(
+    cluster: ControlPlane | ExternalCluster,
+    core_v1: k8s.CoreV1Api,
+    api_client: k8s.ApiClient,
+    namespace: str,
+    kwok_nodes: NodeFactory,
+    tmp_path: Path,
+) -> None:
+    """Three pods of a ReplicaSet under a budget of two available, two of them on the node
+    drained: the simulation evicts one and reports the other blocked; the eviction API then
+    grants the first and refuses the second with the same message."""
+    nodes = _pool_nodes(kwok_nodes, namespace, ["4", "4"])
+    labels = {"app": "guarded"}
+    for name, index in (("g0", 0), ("g1", 0), ("g2", 1)):
+        manifest = _pod(name, "100m", namespace, namespace)
+        manifest["metadata"]["labels"] = labels
+        manifest["spec"]["nodeName"] = nodes[index]
+        core_v1.create_namespaced_pod(namespace, manifest)
+    template = {
+        "metadata": {"labels": labels},
+        "spec": _pod("t", "100m", namespace, namespace)["spec"],
+    }
+    apps = k8s.AppsV1Api(api_client)
+    apps.create_namespaced_replica_set(
+        namespace,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "guarded", "namespace": namespace},
+            "spec": {"replicas": 3, "selector": {"matchLabels": labels}, "template": template},
+        },
+    )
+    policy = k8s.PolicyV1Api(api_client)
+    policy.create_namespaced_pod_disruption_budget(
+        namespace,
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "guarded", "namespace": namespace},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": labels}},
+        },
+    )
+
+    def budget_counted() -> bool | str:
+        pdb = policy.read_namespaced_pod_disruption_budget("guarded", namespace)
+        status = pdb.status
+        done = (
+            status is not None
+            and status.observed_generation == pdb.metadata.generation
+            and status.disruptions_allowed == 1
+        )
+        return done or f"status {status}"
+
+    wait_for(budget_counted, timeout=TIMEOUT, what="the budget counted by its controller")
+    snapshot = _snapshot(cluster, tmp_path / "cluster.yaml")
+    report = _simulate("--snapshot", snapshot, "--drain", nodes[0])
+    ours = {k: v for k, v in report["blocked"].items() if k.startswith(f"{namespace}/")}
+    assert set(ours) == {f"{namespace}/g1"}, report["blocked"]
+    assert ours[f"{namespace}/g1"].startswith(
+        "Cannot evict pod as it would violate the pod's disruption budget."
+    )
+
+    def evict(name: str) -> None:
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        core_v1.create_namespaced_pod_eviction(name, namespace, body)
+
+    evict("g0")
+    with pytest.raises(k8s.ApiException) as refused:
+        evict("g1")
+    assert refused.value.status == 429
+    message = json.loads(refused.value.body)["message"]
+    assert ours[f"{namespace}/g1"].startswith(message)
 
 
 def test_least_and_most_allocated_spread_and_pack(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from scheduler import __version__
 from scheduler.cmd.options import (
@@ -77,14 +77,19 @@ def _feature_gates(text: str) -> FeatureGates:
         raise argparse.ArgumentTypeError(str(err)) from err
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
+def non_negative(what: str) -> Callable[[str], int]:
+    """An argparse type for a whole number of 0 or more; `what` names it in the error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {what} {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{what} must be 0 or more, got {value}")
+        return value
+
+    return parse
 
 
 def _port(text: str) -> int:
@@ -95,16 +100,6 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"port {port} is not in the range 0-65535")
     return port
-
-
-def _verbosity(text: str) -> int:
-    try:
-        level = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid verbosity {text!r}") from None
-    if level < 0:
-        raise argparse.ArgumentTypeError(f"verbosity must be 0 or more, got {level}")
-    return level
 
 
 def _bool(text: str) -> bool:
@@ -245,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-v",
         "--v",
         dest="verbosity",
-        type=_verbosity,
+        type=non_negative("verbosity"),
         default=0,
         metavar="LEVEL",
         help=(
@@ -255,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--explain-max-pods",
-        type=_non_negative,
+        type=non_negative("pod count"),
         default=DEFAULT_EXPLAIN_MAX_PODS,
         metavar="N",
         help="keep the latest scheduling attempt of at most N pods (least recently attempted "

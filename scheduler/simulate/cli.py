@@ -2,7 +2,9 @@
 
 kube-pysched snapshot [--kubeconfig K] [--context C] -o cluster.yaml
 kube-pysched simulate --snapshot cluster.yaml [--config a.yaml ...] [--add pods.yaml ...]
-                      [--drain NODE ...] [--seed N] [-o table|json]
+                      [--scale [NS/]KIND/NAME=N ...] [--remove-nodes SELECTOR ...]
+                      [--add-nodes node.yaml --count N] [--drain NODE ...]
+                      [--disable-eviction] [--recreate-victims] [--seed N] [-o table|json]
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ from scheduler.logging import configure_logging
 from scheduler.simulate.cluster import ClusterFileError, dump_list
 from scheduler.simulate.engine import SimulationError
 from scheduler.simulate.html import render_html
+from scheduler.simulate.nodes import parse_selector
 from scheduler.simulate.report import render_table
+from scheduler.simulate.scale import ScaleTarget
 from scheduler.simulate.whatif import WhatIf, simulate
-from scheduler.simulate.workloads import WorkloadError
+from scheduler.simulate.workloads import UnknownWorkloadError, WorkloadError
 
 EXIT_USAGE = 2
 #: A snapshot reads as a kubectl would: a modest rate, bursts for the pages.
@@ -160,7 +164,54 @@ def simulate_parser() -> argparse.ArgumentParser:
         "StatefulSets or Jobs to create (their controllers' pods)",
     )
     parser.add_argument(
-        "--drain", action="append", default=[], help="node to cordon and evict (repeatable)"
+        "--drain",
+        action="append",
+        default=[],
+        help="node to cordon and evict through the eviction API, PodDisruptionBudgets "
+        "honoured (repeatable)",
+    )
+    parser.add_argument(
+        "--disable-eviction",
+        action="store_true",
+        help="as kubectl drain's: drain by deletion, bypassing PodDisruptionBudgets",
+    )
+    parser.add_argument(
+        "--scale",
+        action="append",
+        default=[],
+        metavar="[NAMESPACE/]KIND/NAME=N",
+        help="scale a Deployment, ReplicaSet or StatefulSet of the snapshot (repeatable)",
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        default="default",
+        help="the namespace of a --scale target that names none (default)",
+    )
+    parser.add_argument(
+        "--remove-nodes",
+        action="append",
+        default=[],
+        metavar="SELECTOR",
+        help="delete the nodes this label selector (kubectl's -l syntax) matches (repeatable)",
+    )
+    parser.add_argument(
+        "--add-nodes",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a Node manifest to add copies of, named NAME-1..NAME-N (repeatable)",
+    )
+    parser.add_argument(
+        "--count",
+        type=int,
+        default=1,
+        help="copies of each --add-nodes template (1)",
+    )
+    parser.add_argument(
+        "--recreate-victims",
+        action="store_true",
+        help="a preempted pod whose controller recreates it comes back as a new pending pod",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
     parser.add_argument("--feature-gates", default="", help="as the scheduler's flag")
@@ -171,6 +222,20 @@ def simulate_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _what_if_usage(args: argparse.Namespace) -> str | None:
+    """A flag combination that cannot mean anything, said before any file is read."""
+    if args.count < 1:
+        return f"--count must be at least 1, got {args.count}"
+    if args.count != 1 and not args.add_nodes:
+        return "--count applies to --add-nodes, and none is given"
+    for text in args.remove_nodes:
+        try:
+            parse_selector(text)
+        except ValueError as err:
+            return f"--remove-nodes: {err}"
+    return None
+
+
 def simulate_main(argv: Sequence[str]) -> int:
     args = _parse(simulate_parser(), argv)
     if isinstance(args, int):
@@ -179,6 +244,15 @@ def simulate_main(argv: Sequence[str]) -> int:
         features = FeatureGates.parse(args.feature_gates)
     except FeatureGateError as err:
         print(f"kube-pysched simulate: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    usage = _what_if_usage(args)
+    if usage:
+        print(f"kube-pysched simulate: {usage}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        targets = [ScaleTarget.parse(t, args.namespace) for t in args.scale]
+    except ValueError as err:
+        print(f"kube-pysched simulate: --scale {err}", file=sys.stderr)
         return EXIT_USAGE
     configure_logging("console", 0)
     # The scheduler's own lines are for a running process; a simulation reports in its output.
@@ -193,12 +267,21 @@ def simulate_main(argv: Sequence[str]) -> int:
         drain=args.drain,
         seed=args.seed,
         features=features,
+        scale=targets,
+        remove_nodes=args.remove_nodes,
+        add_nodes=args.add_nodes,
+        add_node_count=args.count,
+        disable_eviction=args.disable_eviction,
+        recreate_victims=args.recreate_victims,
     )
     try:
         report = simulate(whatif, full_registry())
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1
+    except UnknownWorkloadError as err:
+        print(f"kube-pysched simulate: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except (ClusterFileError, WorkloadError, SimulationError, RegistryError) as err:
         print(f"kube-pysched simulate: {err}", file=sys.stderr)
         return 1

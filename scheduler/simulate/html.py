@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from html import escape
 
-from scheduler.simulate.report import ConfigReport, NodeUse, Report, zone_use
+from scheduler.simulate.report import ConfigReport, NodeUse, Report, what_if_lines, zone_use
 
 #: Nodes drawn per utilisation chart (the ones whose use changed most).
 CHART_NODES = 60
@@ -191,6 +191,7 @@ def render_html(report: Report) -> str:
         header.append(f"<p>Drained {escape(', '.join(report.drained))}.</p>")
     if report.lost:
         header.append(f"<p>Evicted, not recreated: {escape(', '.join(report.lost))}.</p>")
+    header += [f"<p>{escape(line)}</p>" for line in what_if_lines(report)]
     body = header + [_config(cfg) for cfg in report.configs]
     if report.differences:
         names = [cfg.config for cfg in report.configs]

@@ -67,6 +67,8 @@ class InMemoryApi:
     bindings: dict[str, str] = field(default_factory=dict)
     #: Pods deleted by the scheduler (preemption's victims), in order.
     deleted: list[Pod] = field(default_factory=list)
+    #: Told of each deletion once it is stored (a what-if that recreates preemption victims).
+    on_deleted: Callable[[Pod], None] | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _resource_versions: Iterator[int] = field(default_factory=lambda: itertools.count(1_000_000))
 
@@ -102,6 +104,8 @@ class InMemoryApi:
             del self.pods[pod.key]
             self.deleted.append(stored)
             self.events.append(PodEvent("delete", None, stored))
+            if self.on_deleted is not None:
+                self.on_deleted(stored)
 
     def patch_pod_status(self, pod: Pod, patch: Mapping[str, Any]) -> None:
         with self._lock:

@@ -71,6 +71,9 @@ class ConfigReport:
     seconds: float = 0.0
     #: True when the run hit its bound on scheduling attempts (pods may have been left).
     stopped_early: bool = False
+    #: With --recreate-victims: preempted pod -> the pod its controller created in its place
+    #: ("" when no controller recreates it).
+    recreated_victims: dict[str, str] = field(default_factory=dict)
 
     @property
     def pods_per_second(self) -> float:
@@ -95,6 +98,14 @@ class Report:
     drained: list[str] = field(default_factory=list)
     #: Pods a drain evicted and no controller recreates.
     lost: list[str] = field(default_factory=list)
+    #: `--scale` targets: "NAMESPACE/KIND/NAME: FROM -> TO" (pods).
+    scaled: list[str] = field(default_factory=list)
+    #: The pods `--scale` deletes, in the order the controllers delete them.
+    scaled_down: list[str] = field(default_factory=list)
+    removed_nodes: list[str] = field(default_factory=list)
+    added_nodes: list[str] = field(default_factory=list)
+    #: Drain evictions a PodDisruptionBudget refused: pod -> the eviction API's message.
+    blocked: dict[str, str] = field(default_factory=dict)
     configs: list[ConfigReport] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
 
@@ -171,6 +182,19 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "
     ]
 
 
+def what_if_lines(report: Report) -> list[str]:
+    """The what-if's changes other than added pods and drains, one line each."""
+    lines = [f"Scaled:   {s}" for s in report.scaled]
+    if report.scaled_down:
+        lines.append(f"Scaled down, deleted: {', '.join(report.scaled_down)}")
+    if report.removed_nodes:
+        lines.append(f"Removed nodes: {', '.join(report.removed_nodes)}")
+    if report.added_nodes:
+        lines.append(f"Added nodes:   {', '.join(report.added_nodes)}")
+    lines += [f"Eviction blocked: {pod}: {why}" for pod, why in sorted(report.blocked.items())]
+    return lines
+
+
 def render_table(report: Report) -> str:
     lines = [
         f"Snapshot: {', '.join(report.snapshot)} ({report.nodes} nodes, "
@@ -182,6 +206,7 @@ def render_table(report: Report) -> str:
         lines.append(f"Drained:  {', '.join(report.drained)}")
     if report.lost:
         lines.append(f"Evicted, not recreated (no controller): {', '.join(report.lost)}")
+    lines += what_if_lines(report)
     for cfg in report.configs:
         lines.append("")
         lines.append(
@@ -215,6 +240,15 @@ def render_table(report: Report) -> str:
             lines += _table(
                 ["PREEMPTOR", "NODE", "VICTIMS"],
                 [(p.preemptor, p.node, ", ".join(p.victims)) for p in cfg.preemptions],
+            )
+        if cfg.recreated_victims:
+            lines.append("")
+            lines += _table(
+                ["VICTIM", "RECREATED AS"],
+                [
+                    (victim, made or "(not recreated: no controller)")
+                    for victim, made in sorted(cfg.recreated_victims.items())
+                ],
             )
         if cfg.other_scheduler:
             lines.append(

@@ -1,18 +1,26 @@
-"""A what-if from end to end: the snapshot changed as asked (nodes drained, workloads added),
-then one simulation per configuration on the same start, and the report comparing them."""
+"""A what-if from end to end: the snapshot changed as asked (workloads scaled, nodes removed,
+added and drained, workloads added), then one simulation per configuration on the same start,
+and the report comparing them.
+
+The changes apply in that order: scaling reads the workloads' pods as the snapshot has them;
+a pod scaling deletes is not evicted again by a drain or a node's removal."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from scheduler.api.json_types import Json
+from scheduler.api.objects import Pod
 from scheduler.config.load import load_config
 from scheduler.features import FeatureGates
 from scheduler.framework.registry import Registry
 from scheduler.simulate.cluster import ClusterObjects, read_objects
 from scheduler.simulate.engine import Outcome, Simulation
+from scheduler.simulate.evictions import Budgets
+from scheduler.simulate.nodes import matching_nodes, node_copies
 from scheduler.simulate.report import (
     ConfigReport,
     NodeUse,
@@ -22,7 +30,16 @@ from scheduler.simulate.report import (
     differences,
     reason_counts,
 )
-from scheduler.simulate.workloads import Priorities, drain, expand
+from scheduler.simulate.scale import ScaleTarget, scale
+from scheduler.simulate.workloads import (
+    RECREATING_OWNERS,
+    Priorities,
+    controller_of,
+    drain,
+    expand,
+    recreated,
+    remove_nodes,
+)
 
 
 @dataclass
@@ -33,6 +50,18 @@ class WhatIf:
     drain: Sequence[str] = ()
     seed: int = 0
     features: FeatureGates = field(default_factory=FeatureGates)
+    scale: Sequence[ScaleTarget] = ()
+    #: Label selectors (kubectl's -l syntax) of the nodes to delete.
+    remove_nodes: Sequence[str] = ()
+    #: Node manifests to copy, `add_node_count` copies of each.
+    add_nodes: Sequence[str] = ()
+    add_node_count: int = 1
+    #: Drain by deletion, without the eviction API's PodDisruptionBudget check.
+    disable_eviction: bool = False
+    #: A preempted pod whose controller recreates it comes back as a new pending pod.
+    recreate_victims: bool = False
+    #: The time a scale-down ranks pods' ages from (the run's start when None).
+    now: datetime | None = None
 
 
 @dataclass
@@ -45,6 +74,16 @@ class Prepared:
     drained: list[str]
     lost: list[str]
     evicted: list[str]
+    scaled: list[str] = field(default_factory=list)
+    scaled_down: list[str] = field(default_factory=list)
+    removed_nodes: list[str] = field(default_factory=list)
+    added_nodes: list[str] = field(default_factory=list)
+    blocked: dict[str, str] = field(default_factory=dict)
+    #: Every pod of the what-if's start, as JSON (what a recreated victim is made from).
+    raw_pods: dict[str, Json] = field(default_factory=dict)
+    #: The snapshot's nodes and pods, before the what-if's changes.
+    snapshot_nodes: int = 0
+    snapshot_pods: int = 0
 
 
 def _key(pod: Json) -> str:
@@ -54,12 +93,51 @@ def _key(pod: Json) -> str:
 
 def prepare(whatif: WhatIf) -> Prepared:
     cluster = read_objects(whatif.snapshot)
+    counts = len(cluster.of("Node")), len(cluster.of("Pod"))
+    scaled = scale(cluster, whatif.scale, whatif.now or datetime.now(UTC))
+    gone = set(scaled.deleted)
+    new_pods = list(scaled.created)
+    removed: list[str] = []
+    lost: list[str] = []
+    if whatif.remove_nodes:
+        names = matching_nodes(cluster, whatif.remove_nodes)
+        doomed = set(names)
+        on_removed = {
+            _key(p) for p in cluster.of("Pod") if (p.get("spec") or {}).get("nodeName") in doomed
+        }
+        nodes_left, pods_left, deleted = remove_nodes(
+            [p for p in cluster.of("Pod") if _key(p) not in gone], cluster.of("Node"), names
+        )
+        gone -= on_removed
+        cluster.by_kind["Node"] = nodes_left
+        cluster.by_kind["Pod"] = [
+            *pods_left,
+            *(p for p in cluster.of("Pod") if _key(p) in gone),
+        ]
+        removed = deleted.nodes
+        lost += deleted.lost
+        new_pods += deleted.recreated.values()
+    added_nodes: list[str] = []
+    taken = {n["metadata"]["name"] for n in cluster.of("Node")}
+    for template in read_objects(whatif.add_nodes):
+        for node in node_copies(template, whatif.add_node_count, taken):
+            cluster.add(node)
+            taken.add(node["metadata"]["name"])
+            added_nodes.append(node["metadata"]["name"])
     nodes = {n["metadata"]["name"]: n for n in cluster.of("Node")}
     # The evicted pods stay in the cluster loaded: the simulation evicts them, so the use
     # "before" is the cluster's as the snapshot found it.
-    _, drained = drain(cluster.of("Pod"), nodes, whatif.drain)
+    budgets = None if whatif.disable_eviction else Budgets.of(cluster.of("PodDisruptionBudget"))
+    _, drained = drain(
+        [p for p in cluster.of("Pod") if _key(p) not in gone],
+        nodes,
+        whatif.drain,
+        budgets,
+        serial=len(new_pods),
+    )
     priorities = Priorities.of(cluster.of("PriorityClass"))
-    new_pods = list(drained.recreated.values())
+    new_pods += drained.recreated.values()
+    lost += drained.lost
     added: list[str] = []
     for obj in read_objects(whatif.add):
         made, controllers = expand(obj)
@@ -72,8 +150,49 @@ def prepare(whatif: WhatIf) -> Prepared:
         new_pods += made
     for pod in new_pods:
         priorities.admit(pod)
-    evicted = [*drained.recreated, *drained.lost]
-    return Prepared(cluster, new_pods, added, drained.nodes, drained.lost, evicted)
+        pod["spec"].setdefault("schedulerName", "default-scheduler")
+    evicted = [*sorted(gone), *drained.recreated, *drained.lost]
+    raw_pods = {_key(p): p for p in cluster.of("Pod")}
+    raw_pods.update((_key(p), p) for p in new_pods)
+    return Prepared(
+        cluster,
+        new_pods,
+        added,
+        drained.nodes,
+        lost,
+        evicted,
+        scaled=scaled.summary,
+        scaled_down=scaled.deleted,
+        removed_nodes=removed,
+        added_nodes=added_nodes,
+        blocked=drained.blocked,
+        raw_pods=raw_pods,
+        snapshot_nodes=counts[0],
+        snapshot_pods=counts[1],
+    )
+
+
+class _VictimRecreator:
+    """Puts back, as new pending pods, the preemption victims whose controller recreates them
+    (the ReplicaSet, StatefulSet or Job controller would, at once)."""
+
+    def __init__(self, sim: Simulation, prepared: Prepared) -> None:
+        self.sim = sim
+        self.raw = prepared.raw_pods
+        self.serial = 1000 + len(prepared.new_pods)
+        self.made: dict[str, str] = {}
+
+    def __call__(self, victim: Pod) -> None:
+        raw = self.raw.get(victim.key)
+        if raw is None or (controller_of(raw) or {}).get("kind") not in RECREATING_OWNERS:
+            self.made[victim.key] = ""  # no controller puts it back
+            return
+        self.serial += 1
+        pod = recreated(raw, self.serial)
+        new_key = _key(pod)
+        self.raw[new_key] = pod
+        self.made[victim.key] = new_key
+        self.sim.add_pods([pod])
 
 
 def run_one(
@@ -84,9 +203,14 @@ def run_one(
     before = sim.usage()
     sim.evict(prepared.evicted)
     others = sim.add_pods(prepared.new_pods)
+    victims = _VictimRecreator(sim, prepared) if whatif.recreate_victims else None
+    sim.api.on_deleted = victims
     outcome = sim.run()
     outcome.before = before
-    return _config_report(name, sim, outcome, [p.key for p in others]), sim
+    cfg = _config_report(name, sim, outcome, [p.key for p in others])
+    if victims is not None:
+        cfg.recreated_victims = dict(sorted(victims.made.items()))
+    return cfg, sim
 
 
 def _config_report(name: str, sim: Simulation, outcome: Outcome, others: list[str]) -> ConfigReport:
@@ -146,11 +270,16 @@ def simulate(whatif: WhatIf, registry: Registry) -> Report:
             report = Report(
                 snapshot=list(whatif.snapshot),
                 seed=whatif.seed,
-                nodes=len(prepared.cluster.of("Node")),
-                existing_pods=len(prepared.cluster.of("Pod")),
+                nodes=prepared.snapshot_nodes,
+                existing_pods=prepared.snapshot_pods,
                 added=prepared.added,
                 drained=prepared.drained,
                 lost=prepared.lost,
+                scaled=prepared.scaled,
+                scaled_down=prepared.scaled_down,
+                removed_nodes=prepared.removed_nodes,
+                added_nodes=prepared.added_nodes,
+                blocked=prepared.blocked,
             )
         cfg, _ = run_one(name, path, prepared, registry, whatif)
         report.configs.append(cfg)

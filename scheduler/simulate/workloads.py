@@ -1,12 +1,13 @@
 """What the cluster's controllers and admission would make of a what-if: the pods of added
 workloads, and the pods a drained node's controllers recreate.
 
-`--add` takes Pods, Deployments, ReplicaSets, StatefulSets and Jobs; each workload becomes the
-pods its controller would create (a Deployment through a ReplicaSet, as the deployment
-controller does), with the controller's labels and owner reference, so default spreading and
-affinity see what they would see live. Priority is resolved from the PriorityClasses as the
-Priority admission plugin does. Names of pods a ReplicaSet or Job creates end in a counter
-here where the API server would add five random characters.
+`--add` takes Pods, Deployments, ReplicaSets, StatefulSets, Jobs and PodGroups; each workload
+becomes the pods its controller would create (a Deployment through a ReplicaSet, as the
+deployment controller does), with the controller's labels and owner reference, so default
+spreading and affinity see what they would see live; a PodGroup is loaded as it is, before
+any pod, as the gang plugins would find it created. Priority is resolved from the
+PriorityClasses as the Priority admission plugin does. Names of pods a ReplicaSet or Job
+creates end in a counter here where the API server would add five random characters.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.api.json_types import Json
+from scheduler.simulate.evictions import Budgets
 
 #: Workload kinds `--add` expands.
-EXPANDED_KINDS = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "Job")
+EXPANDED_KINDS = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "Job", "PodGroup")
+#: The PodGroup API groups the scheduler reads (scheduler-plugins' and Kubernetes' own).
+POD_GROUP_GROUPS = ("scheduling.x-k8s.io/", "scheduling.k8s.io/")
 #: The controllers whose pods a drain recreates as new pending pods.
 RECREATING_OWNERS = frozenset(
     {"ReplicaSet", "StatefulSet", "Job", "ReplicationController", "CronJob"}
@@ -33,7 +37,13 @@ class WorkloadError(ValueError):
     """An added object that cannot be expanded, or a what-if that names what does not exist."""
 
 
-def _uid(*parts: str) -> str:
+class UnknownWorkloadError(WorkloadError):
+    """A `--scale` target or `--remove-nodes` selector the snapshot has nothing for (a usage
+    error: the command line names what is not there)."""
+
+
+def uid_for(*parts: str) -> str:
+    """A uid that is the same for the same parts: a what-if repeats exactly."""
     digest = hashlib.sha256("/".join(parts).encode()).hexdigest()
     return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
@@ -111,7 +121,7 @@ def pod_from_template(
             **{k: v for k, v in meta.items() if k in ("annotations",)},
             "name": name,
             "namespace": namespace,
-            "uid": _uid(namespace, name, "pod"),
+            "uid": uid_for(namespace, name, "pod"),
             "labels": labels,
         },
         "spec": dict(tmpl.get("spec") or {}),
@@ -129,7 +139,7 @@ def _replicas(obj: Json, default: int = 1) -> int:
 
 def _replica_set_pods(rs: Json, namespace: str) -> list[Json]:
     name = rs["metadata"]["name"]
-    uid = rs["metadata"].get("uid") or _uid(namespace, name, "replicaset")
+    uid = rs["metadata"].get("uid") or uid_for(namespace, name, "replicaset")
     owner = _owner("ReplicaSet", "apps/v1", name, uid)
     template = rs["spec"]["template"]
     return [
@@ -150,10 +160,20 @@ def expand(obj: Json, default_namespace: str = "default") -> tuple[list[Json], l
     if kind == "Pod":
         pod = copy.deepcopy(obj)
         pod["metadata"] = {**meta, "namespace": namespace}
-        pod["metadata"].setdefault("uid", _uid(namespace, name, "pod"))
+        pod["metadata"].setdefault("uid", uid_for(namespace, name, "pod"))
         pod.setdefault("spec", {})
         pod["status"] = {"phase": "Pending"}
         return [pod], []
+    if kind == "PodGroup":
+        if not str(obj.get("apiVersion", "")).startswith(POD_GROUP_GROUPS):
+            raise WorkloadError(
+                f"{where}: apiVersion {obj.get('apiVersion')!r} is not a PodGroup API "
+                "(scheduling.x-k8s.io or scheduling.k8s.io)"
+            )
+        group = copy.deepcopy(obj)
+        group["metadata"] = {**meta, "namespace": namespace}
+        group["metadata"].setdefault("uid", uid_for(namespace, name, "podgroup"))
+        return [], [group]
     spec = obj.get("spec") or {}
     if "template" not in spec:
         raise WorkloadError(f"{where}: spec.template is missing")
@@ -173,7 +193,7 @@ def expand(obj: Json, default_namespace: str = "default") -> tuple[list[Json], l
             "metadata": {
                 "name": rs_name,
                 "namespace": namespace,
-                "uid": _uid(namespace, rs_name, "replicaset"),
+                "uid": uid_for(namespace, rs_name, "replicaset"),
                 "labels": labels,
             },
             "spec": {
@@ -189,12 +209,12 @@ def expand(obj: Json, default_namespace: str = "default") -> tuple[list[Json], l
     if kind == "ReplicaSet":
         rs = copy.deepcopy(obj)
         rs["metadata"] = {**meta, "namespace": namespace}
-        rs["metadata"].setdefault("uid", _uid(namespace, name, "replicaset"))
+        rs["metadata"].setdefault("uid", uid_for(namespace, name, "replicaset"))
         return _replica_set_pods(rs, namespace), [rs]
     if kind == "StatefulSet":
         return _stateful_set(obj, namespace, name)
     if kind == "Job":
-        uid = meta.get("uid") or _uid(namespace, name, "job")
+        uid = meta.get("uid") or uid_for(namespace, name, "job")
         owner = _owner("Job", "batch/v1", name, uid)
         parallelism = spec.get("parallelism")
         count = 1 if parallelism is None else int(parallelism)
@@ -221,46 +241,57 @@ def expand(obj: Json, default_namespace: str = "default") -> tuple[list[Json], l
 def _stateful_set(obj: Json, namespace: str, name: str) -> tuple[list[Json], list[Json]]:
     sts = copy.deepcopy(obj)
     sts["metadata"] = {**obj["metadata"], "namespace": namespace}
-    uid = sts["metadata"].setdefault("uid", _uid(namespace, name, "statefulset"))
-    owner = _owner("StatefulSet", "apps/v1", name, uid)
-    spec = sts["spec"]
-    templates = spec.get("volumeClaimTemplates") or []
+    sts["metadata"].setdefault("uid", uid_for(namespace, name, "statefulset"))
     pods: list[Json] = []
     claims: list[Json] = []
     for i in range(_replicas(sts)):
-        pod_name = f"{name}-{i}"
-        pod = pod_from_template(
-            spec["template"],
-            namespace,
-            pod_name,
-            owner=owner,
-            extra_labels={
-                "statefulset.kubernetes.io/pod-name": pod_name,
-                "apps.kubernetes.io/pod-index": str(i),
-            },
-        )
-        volumes = list(pod["spec"].get("volumes") or [])
-        for tmpl in templates:
-            tname = tmpl["metadata"]["name"]
-            claim_name = f"{tname}-{pod_name}"
-            claims.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolumeClaim",
-                    "metadata": {
-                        "name": claim_name,
-                        "namespace": namespace,
-                        "uid": _uid(namespace, claim_name, "pvc"),
-                        "labels": dict((tmpl.get("metadata") or {}).get("labels") or {}),
-                    },
-                    "spec": copy.deepcopy(tmpl.get("spec") or {}),
-                    "status": {"phase": "Pending"},
-                }
-            )
-            volumes.append({"name": tname, "persistentVolumeClaim": {"claimName": claim_name}})
-        pod["spec"]["volumes"] = volumes
+        pod, pod_claims = stateful_pod(sts, i)
         pods.append(pod)
+        claims += pod_claims
     return pods, [sts, *claims]
+
+
+def stateful_pod(sts: Json, ordinal: int) -> tuple[Json, list[Json]]:
+    """The StatefulSet's pod of this ordinal (`NAME-ORDINAL`) and the claims of its
+    `volumeClaimTemplates`, as the StatefulSet controller creates them."""
+    meta = sts["metadata"]
+    name, namespace = meta["name"], meta.get("namespace", "default")
+    uid = meta.get("uid") or uid_for(namespace, name, "statefulset")
+    owner = _owner("StatefulSet", "apps/v1", name, uid)
+    spec = sts["spec"]
+    pod_name = f"{name}-{ordinal}"
+    pod = pod_from_template(
+        spec["template"],
+        namespace,
+        pod_name,
+        owner=owner,
+        extra_labels={
+            "statefulset.kubernetes.io/pod-name": pod_name,
+            "apps.kubernetes.io/pod-index": str(ordinal),
+        },
+    )
+    volumes = list(pod["spec"].get("volumes") or [])
+    claims: list[Json] = []
+    for tmpl in spec.get("volumeClaimTemplates") or []:
+        tname = tmpl["metadata"]["name"]
+        claim_name = f"{tname}-{pod_name}"
+        claims.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {
+                    "name": claim_name,
+                    "namespace": namespace,
+                    "uid": uid_for(namespace, claim_name, "pvc"),
+                    "labels": dict((tmpl.get("metadata") or {}).get("labels") or {}),
+                },
+                "spec": copy.deepcopy(tmpl.get("spec") or {}),
+                "status": {"phase": "Pending"},
+            }
+        )
+        volumes.append({"name": tname, "persistentVolumeClaim": {"claimName": claim_name}})
+    pod["spec"]["volumes"] = volumes
+    return pod, claims
 
 
 def controller_of(pod: Json) -> Json | None:
@@ -292,7 +323,7 @@ def recreated(pod: Json, serial: int) -> Json:
             },
             "name": name,
             "namespace": meta.get("namespace", "default"),
-            "uid": _uid(meta.get("namespace", "default"), name, "recreated", str(serial)),
+            "uid": uid_for(meta.get("namespace", "default"), name, "recreated", str(serial)),
         },
         "spec": spec,
         "status": {"phase": "Pending"},
@@ -301,22 +332,51 @@ def recreated(pod: Json, serial: int) -> Json:
 
 @dataclass
 class Drained:
-    """What draining nodes did to the cluster's pods."""
+    """What draining (or removing) nodes did to the cluster's pods."""
 
     nodes: list[str] = field(default_factory=list)
     #: Evicted pods (namespace/name) and the pods their controllers create in their place.
     recreated: dict[str, Json] = field(default_factory=dict)
     #: Evicted pods no controller recreates (kubectl drain --force deletes them).
     lost: list[str] = field(default_factory=list)
-    #: DaemonSet and mirror pods, left on the cordoned node as kubectl drain leaves them.
+    #: DaemonSet and mirror pods, left on the cordoned node as kubectl drain leaves them
+    #: (on a removed node: gone with it).
     kept: list[str] = field(default_factory=list)
+    #: Evictions a PodDisruptionBudget refused: pod -> the eviction API's message. The pod
+    #: stays on the cordoned node (kubectl drain keeps retrying).
+    blocked: dict[str, str] = field(default_factory=dict)
+
+
+def _pod_key(pod: Json) -> str:
+    meta = pod["metadata"]
+    return f"{meta.get('namespace', 'default')}/{meta['name']}"
+
+
+def _stays_with_node(pod: Json) -> bool:
+    owner = controller_of(pod) or {}
+    mirror = "kubernetes.io/config.mirror" in (pod["metadata"].get("annotations") or {})
+    return owner.get("kind") in KEPT_OWNERS or mirror
+
+
+def _displace(pod: Json, out: Drained, serial: int) -> None:
+    """An evicted (or node-deleted) pod: recreated by its controller, or lost. `serial`
+    numbers the recreated pods of earlier changes, so names stay unique."""
+    if (controller_of(pod) or {}).get("kind") in RECREATING_OWNERS:
+        out.recreated[_pod_key(pod)] = recreated(pod, serial + len(out.recreated) + 1)
+    else:
+        out.lost.append(_pod_key(pod))
 
 
 def drain(
-    pods: list[Json], nodes_by_name: dict[str, Json], names: Iterable[str]
+    pods: list[Json],
+    nodes_by_name: dict[str, Json],
+    names: Iterable[str],
+    budgets: Budgets | None = None,
+    serial: int = 0,
 ) -> tuple[list[Json], Drained]:
-    """Cordons the nodes and evicts their pods, as `kubectl drain --ignore-daemonsets --force`
-    (PodDisruptionBudgets are not consulted); the pods left in the cluster and what was done."""
+    """Cordons the nodes and evicts their pods, as `kubectl drain --ignore-daemonsets --force`:
+    through the eviction API, whose PodDisruptionBudget check `budgets` makes (None: deleted
+    without it, as `--disable-eviction`); the pods left in the cluster and what was done."""
     out = Drained()
     drained = set()
     for name in names:
@@ -327,24 +387,42 @@ def drain(
         out.nodes.append(name)
         drained.add(name)
     kept_pods: list[Json] = []
-    serial = 0
     for pod in pods:
         spec = pod.get("spec") or {}
         if spec.get("nodeName") not in drained:
             kept_pods.append(pod)
             continue
-        meta = pod["metadata"]
-        key = f"{meta.get('namespace', 'default')}/{meta['name']}"
-        owner = controller_of(pod) or {}
-        mirror = "kubernetes.io/config.mirror" in (meta.get("annotations") or {})
-        if owner.get("kind") in KEPT_OWNERS or mirror:
+        if _stays_with_node(pod):
             kept_pods.append(pod)
-            out.kept.append(key)
-        elif (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            out.kept.append(_pod_key(pod))
+            continue
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             kept_pods.append(pod)
-        elif owner.get("kind") in RECREATING_OWNERS:
-            serial += 1
-            out.recreated[key] = recreated(pod, serial)
-        else:
-            out.lost.append(key)
+            continue
+        refused = budgets.evict(pod) if budgets is not None else None
+        if refused is not None:
+            kept_pods.append(pod)
+            out.blocked[_pod_key(pod)] = refused
+            continue
+        _displace(pod, out, serial)
     return kept_pods, out
+
+
+def remove_nodes(
+    pods: list[Json], nodes: list[Json], names: Iterable[str], serial: int = 0
+) -> tuple[list[Json], list[Json], Drained]:
+    """The nodes deleted: (the nodes left, the pods left, what happened to the pods). Their
+    pods go as the pod garbage collector deletes them: a controller's come back pending, a
+    bare pod is lost, a DaemonSet's or mirror pod goes with its node. PodDisruptionBudgets
+    play no part (nothing is evicted)."""
+    removed = set(names)
+    out = Drained(nodes=[n["metadata"]["name"] for n in nodes if n["metadata"]["name"] in removed])
+    kept_pods: list[Json] = []
+    for pod in pods:
+        if (pod.get("spec") or {}).get("nodeName") not in removed:
+            kept_pods.append(pod)
+        elif _stays_with_node(pod):
+            out.kept.append(_pod_key(pod))
+        elif (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            _displace(pod, out, serial)
+    return [n for n in nodes if n["metadata"]["name"] not in removed], kept_pods, out

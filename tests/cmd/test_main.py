@@ -193,6 +193,8 @@ def test_exit_code_is_app_runs(fake_registry: object, run_result: Callable[[int]
         (["--authentication-token-webhook-cache-ttl=-1s"], "must not be negative"),
         (["--authorization-always-allow-paths", "/a*b"], "only a trailing * is allowed"),
         (["--v", "-1"], "verbosity must be 0 or more"),
+        (["--v", "x"], "invalid verbosity 'x'"),
+        (["--explain-max-pods", "-1"], "pod count must be 0 or more"),
         (["--log-format", "xml"], "invalid choice: 'xml'"),
         (["--pod-max-in-unschedulable-pods-duration", "5x"], 'time: invalid duration "5x"'),
         (["--leader-elect=maybe"], "expected true or false"),
