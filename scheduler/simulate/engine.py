@@ -6,12 +6,15 @@ The frameworks, queue, cache, event handlers and the scheduling and binding cycl
 (scheduler/cmd/app.py); what differs is below them: an `InMemoryApi` in place of the client
 (bindings, deletions and status patches applied at once and fed back as the informers' watch
 events, between cycles), a fake clock, binding cycles run in line, and every random choice
-seeded. Preemption runs synchronously in PostFilter (the SchedulerAsyncPreemption gate is off),
-so its victims are gone before the next cycle, as they would be once their deletions land.
+seeded. A binding cycle whose pod waits at Permit is parked until the wait ends
+(`permit.py`): a sibling's Permit allows it, or the loop moves the fake clock past the Permit
+timeout and the pod goes back to the queue as the live one would. Preemption runs
+synchronously in PostFilter (the SchedulerAsyncPreemption gate is off), so its victims are
+gone before the next cycle, as they would be once their deletions land.
 
-The loop pops pods until the queue has nothing left to try: pods in the unschedulable pool
-stay pending (nothing in a simulation changes the cluster after the last binding but the
-scheduler itself, so no later event would move them).
+The loop pops pods until the queue has nothing left to try and no pod waits at Permit: pods
+in the unschedulable pool stay pending (nothing in a simulation changes the cluster after the
+last binding but the scheduler itself, so no later event would move them).
 """
 
 from __future__ import annotations
@@ -62,12 +65,11 @@ from scheduler.schedule_one import PodCycle, ScheduleOne
 from scheduler.simulate.cluster import ClusterObjects
 from scheduler.simulate.memapi import (
     InlineDispatcher,
-    InlineExecutor,
     InMemoryApi,
     MemoryRecorder,
     PodEvent,
-    spawn_inline,
 )
+from scheduler.simulate.permit import PermitParking
 
 #: Scheduling attempts per pod of the simulation, on average (a preemptor takes two, a pod
 #: moved back by events a few); past the bound the run stops with a note, never spins.
@@ -171,13 +173,7 @@ class Simulation:
         self.frameworks: dict[str, Framework] = build_frameworks(
             config, registry, framework_services
         )
-        for name, fwk in self.frameworks.items():
-            if fwk.permit_plugins:
-                plugins = ", ".join(p.name for p in fwk.permit_plugins)
-                raise SimulationError(
-                    f"profile {name!r} has Permit plugins ({plugins}); the simulator does not "
-                    "run pods that wait at Permit (gang scheduling) yet"
-                )
+        self.parking = PermitParking(self.frameworks.values)
         self.queue = build_queue(
             self.frameworks, config, self.features, float("inf"), clock=self.clock
         )
@@ -198,9 +194,9 @@ class Simulation:
             recorder=self.recorder,
             pod_lookup=self.api.pods.get,
             clock=self.clock,
-            binding_pool=InlineExecutor(),
+            binding_pool=self.parking,
             explain=self.explain,
-            spawn=spawn_inline,
+            spawn=self.parking.spawn,
         )
         steps = PodCycle(cycle_services)
         self.schedule_one = ScheduleOne(
@@ -318,8 +314,16 @@ class Simulation:
         limit = ATTEMPTS_PER_POD * max(1, len(self.api.pods)) + 100
         while True:
             self._deliver()
+            if self.parking.run_finished():
+                continue  # their bindings or rejections are events to deliver first
             if not self.queue.active_len() and not self.queue.backoff_len():
-                break
+                if not self.parking:
+                    break
+                # Pods wait at Permit and nothing else can happen: time passes until a
+                # Permit timeout rejects them (timers run on the fake clock).
+                self.clock.step(BACKOFF_STEP)
+                self.queue.flush_backoff_q_completed()
+                continue
             if outcome.cycles >= limit:
                 outcome.stopped_early = True
                 break

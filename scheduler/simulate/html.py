@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from html import escape
 
-from scheduler.simulate.report import ConfigReport, NodeUse, Report, zone_use
+from scheduler.simulate.report import ZONE_HEADER, ConfigReport, NodeUse, Report, zone_rows
 
 #: Nodes drawn per utilisation chart (the ones whose use changed most).
 CHART_NODES = 60
@@ -123,10 +123,7 @@ def _use_charts(nodes: Sequence[NodeUse]) -> str:
         )
         for n in shown
     ]
-    zones = _table(
-        ["Zone", "cpu before", "cpu after", "memory before", "memory after"],
-        [(zone or "(none)", *(f"{v:.1f}%" for v in values)) for zone, *values in zone_use(nodes)],
-    )
+    zones = _table(ZONE_HEADER, zone_rows(nodes))
     return (
         legend
         + note
@@ -160,6 +157,17 @@ def _config(cfg: ConfigReport) -> str:
             out.append(_bars("pending pods per reason", rows, (COUNT,), ""))
         out.append(
             "<h3>Pending</h3>" + _table(["Pod", "Why"], [(p.pod, p.message) for p in cfg.pending])
+        )
+    if cfg.groups:
+        out.append(
+            "<h3>Pod groups</h3>"
+            + _table(
+                ["Pod group", "minMember", "Placed", "State", "Why"],
+                [
+                    (g.group, g.min_member, f"{g.placed}/{g.members}", g.state, g.message)
+                    for g in cfg.groups
+                ],
+            )
         )
     if cfg.preemptions:
         out.append(

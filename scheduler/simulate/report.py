@@ -37,6 +37,23 @@ class Preemption:
 
 
 @dataclass
+class PodGroupOutcome:
+    """A pod group after the run: `placed` when at least minMember of its members are bound
+    (the group was placed whole), else `pending` with the group's message as the scheduler
+    writes it (a v1beta1 PodGroup's PodGroupInitiallyScheduled condition; for a
+    scheduler-plugins PodGroup the members' shared FailedScheduling message; for members held
+    before any attempt, the PreEnqueue message)."""
+
+    group: str
+    api: str
+    min_member: int
+    members: int
+    placed: int
+    state: str
+    message: str = ""
+
+
+@dataclass
 class NodeUse:
     """A node's requested cpu (millicores) and memory (bytes) before and after the run."""
 
@@ -58,6 +75,8 @@ class ConfigReport:
     placed: dict[str, str] = field(default_factory=dict)
     pending: list[PendingPod] = field(default_factory=list)
     preemptions: list[Preemption] = field(default_factory=list)
+    #: Every pod group with members in the cluster, by "namespace/name".
+    groups: list[PodGroupOutcome] = field(default_factory=list)
     #: Placed pods whose best score several nodes shared, and how many: the seed chose
     #: among them (a live scheduler may choose another).
     tied: dict[str, int] = field(default_factory=dict)
@@ -122,6 +141,17 @@ def reason_counts(attempt: Json | None) -> dict[str, int]:
             for reason in statuses[group["status"]].get("reasons") or []:
                 counts[reason] += group["nodes"]
     return dict(sorted(counts.items()))
+
+
+#: The columns of `zone_rows`.
+ZONE_HEADER = ("ZONE", "CPU BEFORE", "CPU AFTER", "MEMORY BEFORE", "MEMORY AFTER")
+
+
+def zone_rows(nodes: Sequence[NodeUse]) -> list[tuple[str, ...]]:
+    """The per-zone utilisation rows of every view (table, page): the zone ("(none)" for
+    nodes without one), then cpu and memory requested over allocatable before and after, as
+    percentages with one decimal."""
+    return [(zone or "(none)", *(f"{v:.1f}%" for v in values)) for zone, *values in zone_use(nodes)]
 
 
 def zone_use(nodes: Sequence[NodeUse]) -> list[tuple[str, float, float, float, float]]:
@@ -200,16 +230,19 @@ def render_table(report: Report) -> str:
             lines += _table(["NODE", "PLACED"], sorted(cfg.placed_per_node.items()))
         if cfg.nodes:
             lines.append("")
-            lines += _table(
-                ["ZONE", "CPU BEFORE", "CPU AFTER", "MEMORY BEFORE", "MEMORY AFTER"],
-                [
-                    (zone or "(none)", *(f"{v:.1f}%" for v in values))
-                    for zone, *values in zone_use(cfg.nodes)
-                ],
-            )
+            lines += _table(ZONE_HEADER, zone_rows(cfg.nodes))
         if cfg.pending:
             lines.append("")
             lines += _table(["PENDING", "WHY"], [(p.pod, p.message) for p in cfg.pending])
+        if cfg.groups:
+            lines.append("")
+            lines += _table(
+                ["POD GROUP", "MIN", "PLACED", "STATE", "WHY"],
+                [
+                    (g.group, g.min_member, f"{g.placed}/{g.members}", g.state, g.message)
+                    for g in cfg.groups
+                ],
+            )
         if cfg.preemptions:
             lines.append("")
             lines += _table(

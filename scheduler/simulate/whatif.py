@@ -13,6 +13,7 @@ from scheduler.features import FeatureGates
 from scheduler.framework.registry import Registry
 from scheduler.simulate.cluster import ClusterObjects, read_objects
 from scheduler.simulate.engine import Outcome, Simulation
+from scheduler.simulate.groups import pod_groups
 from scheduler.simulate.report import (
     ConfigReport,
     NodeUse,
@@ -121,6 +122,7 @@ def _config_report(name: str, sim: Simulation, outcome: Outcome, others: list[st
             Preemption(preemptor, victims_node.get(victims[0], "") if victims else "", victims)
             for preemptor, victims in sorted(outcome.preemptions.items())
         ],
+        groups=pod_groups(sim),
         tied={key: n for key, n in sorted(outcome.tied.items()) if key in placed},
         placed_per_node=dict(sorted(Counter(placed.values()).items())),
         nodes=nodes,
