@@ -12,7 +12,14 @@ from collections import Counter
 from collections.abc import Sequence
 from html import escape
 
-from scheduler.simulate.report import ZONE_HEADER, ConfigReport, NodeUse, Report, zone_rows
+from scheduler.simulate.report import (
+    ZONE_HEADER,
+    ConfigReport,
+    NodeUse,
+    Report,
+    shape_text,
+    zone_rows,
+)
 
 #: Nodes drawn per utilisation chart (the ones whose use changed most).
 CHART_NODES = 60
@@ -134,7 +141,7 @@ def _use_charts(nodes: Sequence[NodeUse]) -> str:
     )
 
 
-def _config(cfg: ConfigReport) -> str:
+def _config(cfg: ConfigReport, shape: dict[str, str]) -> str:
     out = [
         f"<h2>Configuration {escape(cfg.config)}</h2>",
         f"<p>{len(cfg.placed)} placed, {len(cfg.pending)} pending, "
@@ -143,6 +150,15 @@ def _config(cfg: ConfigReport) -> str:
     ]
     if cfg.stopped_early:
         out.append('<p class="note">Stopped early: the bound on attempts was reached.</p>')
+    if cfg.headroom is not None:
+        h = cfg.headroom
+        out.append(
+            f"<h3>Room for more pods of {escape(shape_text(shape))}</h3>"
+            + _table(
+                ["", "Pods", "Nodes with room"],
+                [("before", h.before, h.nodes_before), ("after", h.after, h.nodes_after)],
+            )
+        )
     if cfg.nodes:
         out.append(_use_charts(cfg.nodes))
     if cfg.placed_per_node:
@@ -199,7 +215,7 @@ def render_html(report: Report) -> str:
         header.append(f"<p>Drained {escape(', '.join(report.drained))}.</p>")
     if report.lost:
         header.append(f"<p>Evicted, not recreated: {escape(', '.join(report.lost))}.</p>")
-    body = header + [_config(cfg) for cfg in report.configs]
+    body = header + [_config(cfg, report.shape) for cfg in report.configs]
     if report.differences:
         names = [cfg.config for cfg in report.configs]
         body.append(

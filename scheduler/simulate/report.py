@@ -54,6 +54,18 @@ class PodGroupOutcome:
 
 
 @dataclass
+class Headroom:
+    """How many more pods of the report's shape fit, before and after the run (NodeResourcesFit's
+    check per node: resources and pod count, cordoned nodes left out; scheduler/simulate/
+    fragmentation.py), and on how many nodes at least one would."""
+
+    before: int
+    after: int
+    nodes_before: int
+    nodes_after: int
+
+
+@dataclass
 class NodeUse:
     """A node's requested cpu (millicores) and memory (bytes) before and after the run."""
 
@@ -84,6 +96,8 @@ class ConfigReport:
     placed_per_node: dict[str, int] = field(default_factory=dict)
     #: Every node's use, before and after.
     nodes: list[NodeUse] = field(default_factory=list)
+    #: More pods of the report's `shape` that would fit (None without a shape).
+    headroom: Headroom | None = None
     #: Pods whose schedulerName no profile of this configuration has (another scheduler's).
     other_scheduler: list[str] = field(default_factory=list)
     cycles: int = 0
@@ -114,6 +128,9 @@ class Report:
     drained: list[str] = field(default_factory=list)
     #: Pods a drain evicted and no controller recreates.
     lost: list[str] = field(default_factory=list)
+    #: The reference pod shape of the headroom figures (--shape, else the most common request
+    #: among the added pods; empty: none).
+    shape: dict[str, str] = field(default_factory=dict)
     configs: list[ConfigReport] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
 
@@ -181,6 +198,10 @@ def zone_use(nodes: Sequence[NodeUse]) -> list[tuple[str, float, float, float, f
     ]
 
 
+def shape_text(shape: dict[str, str]) -> str:
+    return ",".join(f"{name}={quantity}" for name, quantity in shape.items())
+
+
 def differences(configs: Sequence[ConfigReport], pods: Sequence[str]) -> list[Difference]:
     if len(configs) < 2:
         return []
@@ -220,6 +241,12 @@ def render_table(report: Report) -> str:
         )
         if cfg.stopped_early:
             lines.append("  stopped early: the bound on scheduling attempts was reached")
+        if cfg.headroom is not None:
+            h = cfg.headroom
+            lines.append(
+                f"  room for more pods of {shape_text(report.shape)}: {h.before} before "
+                f"({h.nodes_before} nodes), {h.after} after ({h.nodes_after} nodes)"
+            )
         if cfg.placed:
             lines += _table(
                 ["POD", "NODE", "TIED"],

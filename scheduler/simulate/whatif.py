@@ -8,14 +8,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scheduler.api.json_types import Json
+from scheduler.api.parse import parse_pod
 from scheduler.config.load import load_config
 from scheduler.features import FeatureGates
 from scheduler.framework.registry import Registry
 from scheduler.simulate.cluster import ClusterObjects, read_objects
 from scheduler.simulate.engine import Outcome, Simulation
+from scheduler.simulate.fragmentation import common_shape, parse_shape, room
 from scheduler.simulate.groups import pod_groups
 from scheduler.simulate.report import (
     ConfigReport,
+    Headroom,
     NodeUse,
     PendingPod,
     Preemption,
@@ -34,6 +37,9 @@ class WhatIf:
     drain: Sequence[str] = ()
     seed: int = 0
     features: FeatureGates = field(default_factory=FeatureGates)
+    #: The reference pod shape of the headroom figures ("cpu=1,memory=2Gi"); empty: the most
+    #: common request among the added pods.
+    shape: str = ""
 
 
 @dataclass
@@ -78,16 +84,26 @@ def prepare(whatif: WhatIf) -> Prepared:
 
 
 def run_one(
-    name: str, config_path: str | None, prepared: Prepared, registry: Registry, whatif: WhatIf
+    name: str,
+    config_path: str | None,
+    prepared: Prepared,
+    registry: Registry,
+    whatif: WhatIf,
+    shape: dict[str, str] | None = None,
 ) -> tuple[ConfigReport, Simulation]:
     config = load_config(config_path, available_plugins=set(registry), features=whatif.features)
     sim = Simulation(config, prepared.cluster, registry, features=whatif.features, seed=whatif.seed)
     before = sim.usage()
+    room_before = room(sim.cache, sim.nodes, shape) if shape else None
     sim.evict(prepared.evicted)
     others = sim.add_pods(prepared.new_pods)
     outcome = sim.run()
     outcome.before = before
-    return _config_report(name, sim, outcome, [p.key for p in others]), sim
+    cfg = _config_report(name, sim, outcome, [p.key for p in others])
+    if shape and room_before is not None:
+        after = room(sim.cache, sim.nodes, shape)
+        cfg.headroom = Headroom(room_before[0], after[0], room_before[1], after[1])
+    return cfg, sim
 
 
 def _config_report(name: str, sim: Simulation, outcome: Outcome, others: list[str]) -> ConfigReport:
@@ -133,6 +149,13 @@ def _config_report(name: str, sim: Simulation, outcome: Outcome, others: list[st
     )
 
 
+def _shape(whatif: WhatIf, prepared: Prepared) -> dict[str, str] | None:
+    if whatif.shape:
+        return parse_shape(whatif.shape)
+    added = set(prepared.added)
+    return common_shape(parse_pod(p) for p in prepared.new_pods if _key(p) in added)
+
+
 def simulate(whatif: WhatIf, registry: Registry) -> Report:
     """Runs every configuration (kube-scheduler's defaults, under the profile name
     kube-pysched, when none is given) on the same prepared cluster."""
@@ -153,8 +176,9 @@ def simulate(whatif: WhatIf, registry: Registry) -> Report:
                 added=prepared.added,
                 drained=prepared.drained,
                 lost=prepared.lost,
+                shape=_shape(whatif, prepared) or {},
             )
-        cfg, _ = run_one(name, path, prepared, registry, whatif)
+        cfg, _ = run_one(name, path, prepared, registry, whatif, report.shape)
         report.configs.append(cfg)
         simulated |= set(cfg.placed) | {p.pod for p in cfg.pending}
     assert report is not None  # configs is never empty
