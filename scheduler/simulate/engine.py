@@ -62,6 +62,7 @@ from scheduler.framework.runtime import Framework, FrameworkServices
 from scheduler.profiles import build_frameworks, build_queue
 from scheduler.schedule_group import GroupCycle
 from scheduler.schedule_one import PodCycle, ScheduleOne
+from scheduler.simulate.claims import ClaimController
 from scheduler.simulate.cluster import ClusterObjects
 from scheduler.simulate.memapi import (
     InlineDispatcher,
@@ -137,6 +138,7 @@ class Simulation:
         self.api = InMemoryApi(dra=self._static_dra(cluster))
         self._load_storage(cluster)
         self.dra = DRAManager(self.api.dra)
+        self.claims = ClaimController(cluster.of("ResourceClaimTemplate"), seed)
         self.gangs = self._gangs(cluster)
         namespaces = {ns.name: ns for ns in map(parse_namespace, cluster.of("Namespace"))}
         pdbs = [parse_pdb(obj) for obj in cluster.of("PodDisruptionBudget")]
@@ -214,7 +216,7 @@ class Simulation:
         for raw in cluster.of("Pod"):
             if (raw.get("status") or {}).get("phase") in TERMINAL_PHASES:
                 continue
-            pod = self.transform(raw)
+            pod = self.transform(self.claims.claims_for(raw, self.api.dra))
             if pod is None:
                 continue
             self.api.pods[pod.key] = pod
@@ -268,7 +270,9 @@ class Simulation:
         """Pods created, as the API server would announce them; the ones no profile of this
         configuration schedules are returned apart (they would wait for another scheduler)."""
         others: list[Pod] = []
-        for raw in raws:
+        for given in raws:
+            # kube-controller-manager's part: the claims of the pod's templates.
+            raw = self.claims.claims_for(given, self.api.dra)
             pod = self.transform(raw)
             if pod is None:
                 others.append(parse_pod(raw))

@@ -17,6 +17,7 @@ from scheduler.simulate.report import (
     ConfigReport,
     NodeUse,
     Report,
+    device_rows,
     shape_text,
     zone_rows,
 )
@@ -173,6 +174,11 @@ def _config(cfg: ConfigReport, shape: dict[str, str]) -> str:
             out.append(_bars("pending pods per reason", rows, (COUNT,), ""))
         out.append(
             "<h3>Pending</h3>" + _table(["Pod", "Why"], [(p.pod, p.message) for p in cfg.pending])
+        )
+    if cfg.devices:
+        out.append(
+            "<h3>Devices allocated</h3>"
+            + _table(["Pod", "Claim", "Request", "Driver/pool/device"], device_rows(cfg))
         )
     if cfg.groups:
         out.append(

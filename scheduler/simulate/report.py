@@ -36,6 +36,17 @@ class Preemption:
     victims: list[str]
 
 
+@dataclass(frozen=True)
+class AllocatedDevice:
+    """One device DynamicResources allocated to one of a pod's ResourceClaims."""
+
+    claim: str
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+
 @dataclass
 class PodGroupOutcome:
     """A pod group after the run: `placed` when at least minMember of its members are bound
@@ -87,6 +98,8 @@ class ConfigReport:
     placed: dict[str, str] = field(default_factory=dict)
     pending: list[PendingPod] = field(default_factory=list)
     preemptions: list[Preemption] = field(default_factory=list)
+    #: Placed pods with ResourceClaims: the devices allocated to them.
+    devices: dict[str, list[AllocatedDevice]] = field(default_factory=dict)
     #: Every pod group with members in the cluster, by "namespace/name".
     groups: list[PodGroupOutcome] = field(default_factory=list)
     #: Placed pods whose best score several nodes shared, and how many: the seed chose
@@ -198,6 +211,15 @@ def zone_use(nodes: Sequence[NodeUse]) -> list[tuple[str, float, float, float, f
     ]
 
 
+def device_rows(cfg: ConfigReport) -> list[tuple[str, str, str, str]]:
+    """Per allocated device: the pod, its claim, the request and driver/pool/device."""
+    return [
+        (pod, d.claim, d.request, f"{d.driver}/{d.pool}/{d.device}")
+        for pod, devices in sorted(cfg.devices.items())
+        for d in devices
+    ]
+
+
 def shape_text(shape: dict[str, str]) -> str:
     return ",".join(f"{name}={quantity}" for name, quantity in shape.items())
 
@@ -261,6 +283,9 @@ def render_table(report: Report) -> str:
         if cfg.pending:
             lines.append("")
             lines += _table(["PENDING", "WHY"], [(p.pod, p.message) for p in cfg.pending])
+        if cfg.devices:
+            lines.append("")
+            lines += _table(["POD", "CLAIM", "REQUEST", "DEVICE"], device_rows(cfg))
         if cfg.groups:
             lines.append("")
             lines += _table(

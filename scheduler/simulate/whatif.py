@@ -12,6 +12,7 @@ from scheduler.api.parse import parse_pod
 from scheduler.config.load import load_config
 from scheduler.features import FeatureGates
 from scheduler.framework.registry import Registry
+from scheduler.simulate.claims import pod_devices
 from scheduler.simulate.cluster import ClusterObjects, read_objects
 from scheduler.simulate.engine import Outcome, Simulation
 from scheduler.simulate.fragmentation import common_shape, parse_shape, room
@@ -139,6 +140,11 @@ def _config_report(name: str, sim: Simulation, outcome: Outcome, others: list[st
             for preemptor, victims in sorted(outcome.preemptions.items())
         ],
         groups=pod_groups(sim),
+        devices={
+            key: devices
+            for key in sorted(placed)
+            if (devices := pod_devices(sim.api.pods[key], sim.api.dra))
+        },
         tied={key: n for key, n in sorted(outcome.tied.items()) if key in placed},
         placed_per_node=dict(sorted(Counter(placed.values()).items())),
         nodes=nodes,
