@@ -58,13 +58,25 @@ def common_shape(pods: Iterable[Pod]) -> dict[str, str] | None:
     if not counts:
         return None
     cpu, memory, storage, scalar = counts.most_common(1)[0][0]
-    shape = {CPU: f"{cpu}m"} if cpu else {}
+    shape = {CPU: _cpu(cpu)} if cpu else {}
     if memory:
-        shape[MEMORY] = str(memory)
+        shape[MEMORY] = _bytes(memory)
     if storage:
-        shape["ephemeral-storage"] = str(storage)
+        shape["ephemeral-storage"] = _bytes(storage)
     shape.update((name, str(v)) for name, v in scalar)
     return shape
+
+
+def _cpu(milli: int) -> str:
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def _bytes(n: int) -> str:
+    """The quantity in the largest binary suffix that divides it (2Gi, not 2147483648)."""
+    for suffix, size in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if n % size == 0:
+            return f"{n // size}{suffix}"
+    return str(n)
 
 
 def _fits(request: Resource, alloc: Resource, used: Resource, pods: int, nth: int) -> bool:

@@ -55,6 +55,9 @@ def test_the_default_shape_is_the_most_common_request_among_the_added_pods(
 ) -> None:
     pods = [parse_pod(pod(n, cpu)) for n, cpu in [("x", "2"), ("y", "500m"), ("z", "500m")]]
     assert common_shape(pods) == {"cpu": "500m"}
+    sized = pod("m", "2")
+    sized["spec"]["containers"][0]["resources"]["requests"]["memory"] = "2048Mi"
+    assert common_shape([parse_pod(sized)]) == {"cpu": "2", "memory": "2Gi"}
     cluster = write(tmp_path / "c.yaml", node("a"))
     added = write(tmp_path / "add.yaml", pod("x", "2"), pod("y", "500m"), pod("z", "500m"))
     out = run(capsys, "--snapshot", cluster, "--add", added)

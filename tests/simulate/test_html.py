@@ -61,7 +61,7 @@ def test_the_page_is_self_contained_and_every_chart_has_bars(
     assert "p&lt;2&gt;" in text and "p<2>" not in text
     assert "0/2 nodes are available" in text
     # the room for the most common added shape (cpu=1 and cpu=8 and cpu=500m: the first)
-    assert "Room for more pods of cpu=1000m" in text
+    assert "Room for more pods of cpu=1" in text
 
 
 def test_a_report_without_changes_draws_no_empty_chart(tmp_path: Path) -> None:
