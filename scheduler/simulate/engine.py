@@ -296,6 +296,18 @@ class Simulation:
             out[node.name] = (zone, alloc.milli_cpu, req.milli_cpu, alloc.memory, req.memory)
         return out
 
+    def held_reason(self, pod: Pod) -> str:
+        """The message of the PreEnqueue plugin that holds the pod out of the queue ("" when
+        none does): the reason of a pod never tried, where no FailedScheduling event is."""
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None:
+            return ""
+        for plugin in fwk.pre_enqueue_plugins:
+            status = plugin.pre_enqueue(pod)
+            if status is not None and not status.is_success():
+                return status.message()
+        return ""
+
     def _deliver(self) -> None:
         """The watch events of the writes so far, through the live event handlers."""
         events = self.api.events
@@ -349,7 +361,7 @@ class Simulation:
                 outcome.tied[key] = scores.best
         for key, pod in self.api.pods.items():
             if not pod.node_name and pod.scheduler_name in self.frameworks:
-                outcome.pending[key] = self.recorder.failed.get(key, "")
+                outcome.pending[key] = self.recorder.failed.get(key) or self.held_reason(pod)
                 attempt = self.explain.find(pod.namespace, pod.name)
                 if attempt is not None:
                     outcome.attempts[key] = attempt.to_json()

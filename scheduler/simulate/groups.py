@@ -20,17 +20,6 @@ from scheduler.simulate.report import PodGroupOutcome
 CONDITION = "PodGroupInitiallyScheduled"
 
 
-def _held(sim: Simulation, pod: Pod) -> str:
-    fwk = sim.frameworks.get(pod.scheduler_name)
-    if fwk is None:
-        return ""
-    for plugin in fwk.pre_enqueue_plugins:
-        status = plugin.pre_enqueue(pod)
-        if status is not None and not status.is_success():
-            return status.message()
-    return ""
-
-
 def _message(sim: Simulation, ref: GangRef, pending: list[Pod]) -> str:
     condition = sim.api.pod_group_conditions.get(f"{ref.namespace}/{ref.name}", {}).get(CONDITION)
     if condition is not None and condition.get("status") == "False":
@@ -40,7 +29,7 @@ def _message(sim: Simulation, ref: GangRef, pending: list[Pod]) -> str:
         if message:
             return message
     for pod in pending:
-        message = _held(sim, pod)
+        message = sim.held_reason(pod)
         if message:
             return message
     return ""

@@ -119,3 +119,17 @@ def test_generated_names_are_shortened_as_the_controller_shortens_them() -> None
     # 72 characters with the hyphens: each name kept in proportion, 50 * 57 // 72 and
     # 20 * 57 // 72, and no trailing hyphen (upstream's).
     assert generate_name("p" * 50, "c" * 20) == "p" * 39 + "-" + "c" * 15
+
+
+def test_a_pod_of_a_missing_template_is_held_with_the_plugins_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "c.yaml", node("a"), claiming("orphan", "no-such-template"))
+    cfg = run(capsys, "--snapshot", path)["configs"][0]
+    assert cfg["pending"] == [
+        {
+            "pod": "default/orphan",
+            "message": 'pod "default/orphan": ResourceClaim not created yet',
+            "reasons": {},
+        }
+    ]
