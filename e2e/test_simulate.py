@@ -8,7 +8,10 @@ pods deleted and recreated by their ReplicaSet): the recreated pods land on the 
 predicted. A ReplicaSet's scale-down is predicted and then done: the ReplicaSet controller
 deletes the pods the simulation named. A drain under a PodDisruptionBudget: the eviction the
 simulation reports blocked is the one the eviction API refuses. Two configurations of one
-cluster, LeastAllocated against MostAllocated, spread and pack. The `--html` page opened in
+cluster, LeastAllocated against MostAllocated, spread and pack. Two scheduler-plugins
+PodGroups under Coscheduling, one that fits and one that does not: the simulation places the
+first whole and leaves every member of the second pending with the message the live group
+cycle writes. The `--html` page opened in
 headless Chromium (e2e/browser.py): no script or console error, every chart drawn, and a
 screenshot kept.
 """
@@ -36,6 +39,7 @@ from e2e.browser import PACKAGE, Chromium
 from e2e.cluster import ControlPlane, ExternalCluster, wait_for
 from e2e.cluster.nodes import NodeFactory
 from e2e.cluster.pods import wait_for_pod
+from e2e.podgroups import LABEL, PODGROUP_CRD, apply_crds, create_podgroup
 from e2e.pysched import Pysched, default_config
 from e2e.workload import pod_manifest, pod_scheduled_condition
 from scheduler.simulate.html import AFTER, BEFORE, COUNT
@@ -480,3 +484,68 @@ def test_the_html_report_renders_in_headless_chromium(
     assert "script error: Error: injected" in found, found
     assert "console.error: injected" in found, found
     assert "(injected empty chart) draws nothing" in found, found
+
+
+def _gang_config() -> dict[str, Any]:
+    """scheduler-plugins' sample: Coscheduling at every point it has, and as the QueueSort."""
+    plugins = {
+        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+        "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+    }
+    return default_config(profiles=[{"schedulerName": SCHEDULER_NAME, "plugins": plugins}])
+
+
+def test_a_gang_is_predicted_whole_or_not_at_all_as_kube_pysched_places_it(
+    cluster: ControlPlane | ExternalCluster,
+    api_client: k8s.ApiClient,
+    core_v1: k8s.CoreV1Api,
+    namespace: str,
+    kwok_nodes: NodeFactory,
+    pysched: Callable[..., Pysched],
+    tmp_path: Path,
+) -> None:
+    apply_crds(api_client, PODGROUP_CRD)
+    _pool_nodes(kwok_nodes, namespace, ["4", "4"])
+    pysched(_gang_config())
+    # Created within the same second: Coscheduling's order then falls to the groups' names,
+    # so "first" goes first in the simulation, as it does live (its pods are created first).
+    create_podgroup(api_client, namespace, "first", 3)
+    create_podgroup(api_client, namespace, "second", 3)
+    snapshot = _snapshot(cluster, tmp_path / "cluster.yaml")
+
+    def member(name: str, cpu: str, group: str) -> dict[str, Any]:
+        manifest = _pod(name, cpu, namespace, namespace)
+        manifest["metadata"].setdefault("labels", {})[LABEL] = group
+        return manifest
+
+    first = [member(f"first-{i}", "1", "first") for i in range(3)]
+    second = [member(f"second-{i}", "3", "second") for i in range(3)]
+    items = first + second
+    add = _write(tmp_path / "gangs.yaml", {"apiVersion": "v1", "kind": "List", "items": items})
+    config = _write(tmp_path / "config.yaml", _gang_config())
+    report = _simulate("--snapshot", snapshot, "--config", config, "--add", add)["configs"][0]
+    predicted = _only(report, namespace)
+    groups = {g["group"]: g for g in report["groups"] if g["group"].startswith(f"{namespace}/")}
+
+    for batch in (first, second):  # the second group once the first is placed, as simulated
+        for manifest in batch:
+            core_v1.create_namespaced_pod(namespace, manifest)
+        for manifest in batch:
+            name = manifest["metadata"]["name"]
+            wait_for_pod(core_v1, namespace, name, _attempted, timeout=TIMEOUT, what="attempted")
+    live = {p.metadata.name: p for p in core_v1.list_namespaced_pod(namespace).items}
+
+    placed_live = sorted(f"{namespace}/{n}" for n, p in live.items() if p.spec.node_name)
+    assert sorted(predicted["placed"]) == placed_live
+    assert placed_live == [f"{namespace}/first-{i}" for i in range(3)]
+    pending_live = {
+        f"{namespace}/{name}": pod_scheduled_condition(pod).message
+        for name, pod in live.items()
+        if not pod.spec.node_name
+    }
+    assert {p["pod"]: p["message"] for p in predicted["pending"]} == pending_live
+    assert groups[f"{namespace}/first"]["state"] == "placed"
+    second_group = groups[f"{namespace}/second"]
+    assert (second_group["state"], second_group["placed"]) == ("pending", 0)
+    assert set(pending_live.values()) == {second_group["message"]}
+    assert second_group["message"].startswith(f"PodGroup {namespace}/second: ")

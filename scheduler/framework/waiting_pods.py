@@ -39,6 +39,10 @@ class WaitingPod:
         with self._lock:
             return sorted(self._pending)
 
+    def finished(self) -> bool:
+        """Allowed or rejected (a timeout included): `wait` returns at once."""
+        return self._done.is_set()
+
     def allow(self, plugin: str) -> None:
         with self._lock:
             self._pending.discard(plugin)

@@ -30,6 +30,7 @@ from scheduler.features import FeatureGateError, FeatureGates
 from scheduler.logging import configure_logging
 from scheduler.simulate.cluster import ClusterFileError, dump_list
 from scheduler.simulate.engine import SimulationError
+from scheduler.simulate.fragmentation import ShapeError
 from scheduler.simulate.html import render_html
 from scheduler.simulate.nodes import parse_selector
 from scheduler.simulate.report import render_table
@@ -215,6 +216,12 @@ def simulate_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
     parser.add_argument("--feature-gates", default="", help="as the scheduler's flag")
+    parser.add_argument(
+        "--shape",
+        default="",
+        help="reference pod shape of the room-left figures, e.g. cpu=1,memory=2Gi "
+        "(default: the most common request among the added pods)",
+    )
     parser.add_argument("-o", "--output", choices=["table", "json"], default="table")
     parser.add_argument(
         "--html", default=None, help="also write the report as one self-contained HTML page"
@@ -273,6 +280,7 @@ def simulate_main(argv: Sequence[str]) -> int:
         add_node_count=args.count,
         disable_eviction=args.disable_eviction,
         recreate_victims=args.recreate_victims,
+        shape=args.shape,
     )
     try:
         report = simulate(whatif, full_registry())
@@ -282,7 +290,7 @@ def simulate_main(argv: Sequence[str]) -> int:
     except UnknownWorkloadError as err:
         print(f"kube-pysched simulate: {err}", file=sys.stderr)
         return EXIT_USAGE
-    except (ClusterFileError, WorkloadError, SimulationError, RegistryError) as err:
+    except (ClusterFileError, WorkloadError, SimulationError, RegistryError, ShapeError) as err:
         print(f"kube-pysched simulate: {err}", file=sys.stderr)
         return 1
     if args.html:

@@ -6,12 +6,15 @@ The frameworks, queue, cache, event handlers and the scheduling and binding cycl
 (scheduler/cmd/app.py); what differs is below them: an `InMemoryApi` in place of the client
 (bindings, deletions and status patches applied at once and fed back as the informers' watch
 events, between cycles), a fake clock, binding cycles run in line, and every random choice
-seeded. Preemption runs synchronously in PostFilter (the SchedulerAsyncPreemption gate is off),
-so its victims are gone before the next cycle, as they would be once their deletions land.
+seeded. A binding cycle whose pod waits at Permit is parked until the wait ends
+(`permit.py`): a sibling's Permit allows it, or the loop moves the fake clock past the Permit
+timeout and the pod goes back to the queue as the live one would. Preemption runs
+synchronously in PostFilter (the SchedulerAsyncPreemption gate is off), so its victims are
+gone before the next cycle, as they would be once their deletions land.
 
-The loop pops pods until the queue has nothing left to try: pods in the unschedulable pool
-stay pending (nothing in a simulation changes the cluster after the last binding but the
-scheduler itself, so no later event would move them).
+The loop pops pods until the queue has nothing left to try and no pod waits at Permit: pods
+in the unschedulable pool stay pending (nothing in a simulation changes the cluster after the
+last binding but the scheduler itself, so no later event would move them).
 """
 
 from __future__ import annotations
@@ -59,15 +62,15 @@ from scheduler.framework.runtime import Framework, FrameworkServices
 from scheduler.profiles import build_frameworks, build_queue
 from scheduler.schedule_group import GroupCycle
 from scheduler.schedule_one import PodCycle, ScheduleOne
+from scheduler.simulate.claims import ClaimController
 from scheduler.simulate.cluster import ClusterObjects
 from scheduler.simulate.memapi import (
     InlineDispatcher,
-    InlineExecutor,
     InMemoryApi,
     MemoryRecorder,
     PodEvent,
-    spawn_inline,
 )
+from scheduler.simulate.permit import PermitParking
 
 #: Scheduling attempts per pod of the simulation, on average (a preemptor takes two, a pod
 #: moved back by events a few); past the bound the run stops with a note, never spins.
@@ -135,6 +138,7 @@ class Simulation:
         self.api = InMemoryApi(dra=self._static_dra(cluster))
         self._load_storage(cluster)
         self.dra = DRAManager(self.api.dra)
+        self.claims = ClaimController(cluster.of("ResourceClaimTemplate"), seed)
         self.gangs = self._gangs(cluster)
         namespaces = {ns.name: ns for ns in map(parse_namespace, cluster.of("Namespace"))}
         pdbs = [parse_pdb(obj) for obj in cluster.of("PodDisruptionBudget")]
@@ -171,13 +175,7 @@ class Simulation:
         self.frameworks: dict[str, Framework] = build_frameworks(
             config, registry, framework_services
         )
-        for name, fwk in self.frameworks.items():
-            if fwk.permit_plugins:
-                plugins = ", ".join(p.name for p in fwk.permit_plugins)
-                raise SimulationError(
-                    f"profile {name!r} has Permit plugins ({plugins}); the simulator does not "
-                    "run pods that wait at Permit (gang scheduling) yet"
-                )
+        self.parking = PermitParking(self.frameworks.values)
         self.queue = build_queue(
             self.frameworks, config, self.features, float("inf"), clock=self.clock
         )
@@ -198,9 +196,9 @@ class Simulation:
             recorder=self.recorder,
             pod_lookup=self.api.pods.get,
             clock=self.clock,
-            binding_pool=InlineExecutor(),
+            binding_pool=self.parking,
             explain=self.explain,
-            spawn=spawn_inline,
+            spawn=self.parking.spawn,
         )
         steps = PodCycle(cycle_services)
         self.schedule_one = ScheduleOne(
@@ -218,7 +216,7 @@ class Simulation:
         for raw in cluster.of("Pod"):
             if (raw.get("status") or {}).get("phase") in TERMINAL_PHASES:
                 continue
-            pod = self.transform(raw)
+            pod = self.transform(self.claims.claims_for(raw, self.api.dra))
             if pod is None:
                 continue
             self.api.pods[pod.key] = pod
@@ -272,7 +270,9 @@ class Simulation:
         """Pods created, as the API server would announce them; the ones no profile of this
         configuration schedules are returned apart (they would wait for another scheduler)."""
         others: list[Pod] = []
-        for raw in raws:
+        for given in raws:
+            # kube-controller-manager's part: the claims of the pod's templates.
+            raw = self.claims.claims_for(given, self.api.dra)
             pod = self.transform(raw)
             if pod is None:
                 others.append(parse_pod(raw))
@@ -296,6 +296,18 @@ class Simulation:
             out[node.name] = (zone, alloc.milli_cpu, req.milli_cpu, alloc.memory, req.memory)
         return out
 
+    def held_reason(self, pod: Pod) -> str:
+        """The message of the PreEnqueue plugin that holds the pod out of the queue ("" when
+        none does): the reason of a pod never tried, where no FailedScheduling event is."""
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None:
+            return ""
+        for plugin in fwk.pre_enqueue_plugins:
+            status = plugin.pre_enqueue(pod)
+            if status is not None and not status.is_success():
+                return status.message()
+        return ""
+
     def _deliver(self) -> None:
         """The watch events of the writes so far, through the live event handlers."""
         events = self.api.events
@@ -318,8 +330,16 @@ class Simulation:
         limit = ATTEMPTS_PER_POD * max(1, len(self.api.pods)) + 100
         while True:
             self._deliver()
+            if self.parking.run_finished():
+                continue  # their bindings or rejections are events to deliver first
             if not self.queue.active_len() and not self.queue.backoff_len():
-                break
+                if not self.parking:
+                    break
+                # Pods wait at Permit and nothing else can happen: time passes until a
+                # Permit timeout rejects them (timers run on the fake clock).
+                self.clock.step(BACKOFF_STEP)
+                self.queue.flush_backoff_q_completed()
+                continue
             if outcome.cycles >= limit:
                 outcome.stopped_early = True
                 break
@@ -341,7 +361,7 @@ class Simulation:
                 outcome.tied[key] = scores.best
         for key, pod in self.api.pods.items():
             if not pod.node_name and pod.scheduler_name in self.frameworks:
-                outcome.pending[key] = self.recorder.failed.get(key, "")
+                outcome.pending[key] = self.recorder.failed.get(key) or self.held_reason(pod)
                 attempt = self.explain.find(pod.namespace, pod.name)
                 if attempt is not None:
                     outcome.attempts[key] = attempt.to_json()

@@ -12,7 +12,16 @@ from collections import Counter
 from collections.abc import Sequence
 from html import escape
 
-from scheduler.simulate.report import ConfigReport, NodeUse, Report, what_if_lines, zone_use
+from scheduler.simulate.report import (
+    ZONE_HEADER,
+    ConfigReport,
+    NodeUse,
+    Report,
+    device_rows,
+    shape_text,
+    what_if_lines,
+    zone_rows,
+)
 
 #: Nodes drawn per utilisation chart (the ones whose use changed most).
 CHART_NODES = 60
@@ -123,10 +132,7 @@ def _use_charts(nodes: Sequence[NodeUse]) -> str:
         )
         for n in shown
     ]
-    zones = _table(
-        ["Zone", "cpu before", "cpu after", "memory before", "memory after"],
-        [(zone or "(none)", *(f"{v:.1f}%" for v in values)) for zone, *values in zone_use(nodes)],
-    )
+    zones = _table(ZONE_HEADER, zone_rows(nodes))
     return (
         legend
         + note
@@ -137,7 +143,7 @@ def _use_charts(nodes: Sequence[NodeUse]) -> str:
     )
 
 
-def _config(cfg: ConfigReport) -> str:
+def _config(cfg: ConfigReport, shape: dict[str, str]) -> str:
     out = [
         f"<h2>Configuration {escape(cfg.config)}</h2>",
         f"<p>{len(cfg.placed)} placed, {len(cfg.pending)} pending, "
@@ -146,6 +152,15 @@ def _config(cfg: ConfigReport) -> str:
     ]
     if cfg.stopped_early:
         out.append('<p class="note">Stopped early: the bound on attempts was reached.</p>')
+    if cfg.headroom is not None:
+        h = cfg.headroom
+        out.append(
+            f"<h3>Room for more pods of {escape(shape_text(shape))}</h3>"
+            + _table(
+                ["", "Pods", "Nodes with room"],
+                [("before", h.before, h.nodes_before), ("after", h.after, h.nodes_after)],
+            )
+        )
     if cfg.nodes:
         out.append(_use_charts(cfg.nodes))
     if cfg.placed_per_node:
@@ -160,6 +175,22 @@ def _config(cfg: ConfigReport) -> str:
             out.append(_bars("pending pods per reason", rows, (COUNT,), ""))
         out.append(
             "<h3>Pending</h3>" + _table(["Pod", "Why"], [(p.pod, p.message) for p in cfg.pending])
+        )
+    if cfg.devices:
+        out.append(
+            "<h3>Devices allocated</h3>"
+            + _table(["Pod", "Claim", "Request", "Driver/pool/device"], device_rows(cfg))
+        )
+    if cfg.groups:
+        out.append(
+            "<h3>Pod groups</h3>"
+            + _table(
+                ["Pod group", "minMember", "Placed", "State", "Why"],
+                [
+                    (g.group, g.min_member, f"{g.placed}/{g.members}", g.state, g.message)
+                    for g in cfg.groups
+                ],
+            )
         )
     if cfg.preemptions:
         out.append(
@@ -192,7 +223,7 @@ def render_html(report: Report) -> str:
     if report.lost:
         header.append(f"<p>Evicted, not recreated: {escape(', '.join(report.lost))}.</p>")
     header += [f"<p>{escape(line)}</p>" for line in what_if_lines(report)]
-    body = header + [_config(cfg) for cfg in report.configs]
+    body = header + [_config(cfg, report.shape) for cfg in report.configs]
     if report.differences:
         names = [cfg.config for cfg in report.configs]
         body.append(

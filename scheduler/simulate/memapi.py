@@ -17,10 +17,9 @@ import itertools
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal
 
 from scheduler.api.dra import ResourceClaim, parse_resource_claim
 from scheduler.api.gang import Gang
@@ -35,9 +34,6 @@ from scheduler.api.storage import (
 from scheduler.backend.api_dispatcher import ApiDispatcher
 from scheduler.framework.dra import StaticDRA
 from scheduler.framework.storage import StaticStorage
-
-P = ParamSpec("P")
-T = TypeVar("T")
 
 
 class SimulatedApiError(Exception):
@@ -69,6 +65,9 @@ class InMemoryApi:
     deleted: list[Pod] = field(default_factory=list)
     #: Told of each deletion once it is stored (a what-if that recreates preemption victims).
     on_deleted: Callable[[Pod], None] | None = None
+    #: "namespace/name" -> the status.conditions the scheduler last wrote on a v1beta1
+    #: PodGroup, by type (PodGroupInitiallyScheduled).
+    pod_group_conditions: dict[str, dict[str, Json]] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _resource_versions: Iterator[int] = field(default_factory=lambda: itertools.count(1_000_000))
 
@@ -122,7 +121,11 @@ class InMemoryApi:
                 self._update(stored, replace_pod(stored, nominated_node_name=nominated))
 
     def patch_pod_group_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        """PodGroup conditions do not change what the simulation schedules."""
+        """The conditions are kept for the report (merged by type, as the strategic merge
+        patch merges them); they do not change what the simulation schedules."""
+        conditions = self.pod_group_conditions.setdefault(f"{namespace}/{name}", {})
+        for condition in (patch.get("status") or {}).get("conditions") or []:
+            conditions[condition["type"]] = dict(condition)
 
     def update_persistent_volume(self, volume: Json) -> Json:
         """PreBind's PV↔claim binding; the PV controller's part follows at once (the claim is
@@ -252,25 +255,6 @@ class MemoryRecorder:
                 self.failed.pop(regarding.key, None)
             elif reason == "Preempted" and related is not None:
                 self.preempted.setdefault(related.key, []).append(regarding.key)
-
-
-class InlineExecutor(Executor):
-    """Runs each submitted call at once, in the caller's thread: a binding cycle finishes
-    before the next scheduling cycle starts (binding is instant in a simulation)."""
-
-    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
-        future: Future[T] = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as err:
-            future.set_exception(err)
-        return future
-
-
-def spawn_inline(work: Callable[[], None], name: str) -> None:
-    """A binding cycle with PreBind work, run at once (its volume and claim writes are
-    answered in memory, so nothing waits)."""
-    work()
 
 
 class InlineDispatcher(ApiDispatcher):

@@ -36,6 +36,46 @@ class Preemption:
     victims: list[str]
 
 
+@dataclass(frozen=True)
+class AllocatedDevice:
+    """One device DynamicResources allocated to one of a pod's ResourceClaims."""
+
+    claim: str
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+
+@dataclass
+class PodGroupOutcome:
+    """A pod group after the run: `placed` when at least minMember of its members are bound
+    (the group was placed whole), else `pending` with the group's message as the scheduler
+    writes it (a v1beta1 PodGroup's PodGroupInitiallyScheduled condition; for a
+    scheduler-plugins PodGroup the members' shared FailedScheduling message; for members held
+    before any attempt, the PreEnqueue message)."""
+
+    group: str
+    api: str
+    min_member: int
+    members: int
+    placed: int
+    state: str
+    message: str = ""
+
+
+@dataclass
+class Headroom:
+    """How many more pods of the report's shape fit, before and after the run (NodeResourcesFit's
+    check per node: resources and pod count, cordoned nodes left out; scheduler/simulate/
+    fragmentation.py), and on how many nodes at least one would."""
+
+    before: int
+    after: int
+    nodes_before: int
+    nodes_after: int
+
+
 @dataclass
 class NodeUse:
     """A node's requested cpu (millicores) and memory (bytes) before and after the run."""
@@ -58,6 +98,10 @@ class ConfigReport:
     placed: dict[str, str] = field(default_factory=dict)
     pending: list[PendingPod] = field(default_factory=list)
     preemptions: list[Preemption] = field(default_factory=list)
+    #: Placed pods with ResourceClaims: the devices allocated to them.
+    devices: dict[str, list[AllocatedDevice]] = field(default_factory=dict)
+    #: Every pod group with members in the cluster, by "namespace/name".
+    groups: list[PodGroupOutcome] = field(default_factory=list)
     #: Placed pods whose best score several nodes shared, and how many: the seed chose
     #: among them (a live scheduler may choose another).
     tied: dict[str, int] = field(default_factory=dict)
@@ -65,6 +109,8 @@ class ConfigReport:
     placed_per_node: dict[str, int] = field(default_factory=dict)
     #: Every node's use, before and after.
     nodes: list[NodeUse] = field(default_factory=list)
+    #: More pods of the report's `shape` that would fit (None without a shape).
+    headroom: Headroom | None = None
     #: Pods whose schedulerName no profile of this configuration has (another scheduler's).
     other_scheduler: list[str] = field(default_factory=list)
     cycles: int = 0
@@ -106,6 +152,9 @@ class Report:
     added_nodes: list[str] = field(default_factory=list)
     #: Drain evictions a PodDisruptionBudget refused: pod -> the eviction API's message.
     blocked: dict[str, str] = field(default_factory=dict)
+    #: The reference pod shape of the headroom figures (--shape, else the most common request
+    #: among the added pods; empty: none).
+    shape: dict[str, str] = field(default_factory=dict)
     configs: list[ConfigReport] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
 
@@ -135,6 +184,17 @@ def reason_counts(attempt: Json | None) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+#: The columns of `zone_rows`.
+ZONE_HEADER = ("ZONE", "CPU BEFORE", "CPU AFTER", "MEMORY BEFORE", "MEMORY AFTER")
+
+
+def zone_rows(nodes: Sequence[NodeUse]) -> list[tuple[str, ...]]:
+    """The per-zone utilisation rows of every view (table, page): the zone ("(none)" for
+    nodes without one), then cpu and memory requested over allocatable before and after, as
+    percentages with one decimal."""
+    return [(zone or "(none)", *(f"{v:.1f}%" for v in values)) for zone, *values in zone_use(nodes)]
+
+
 def zone_use(nodes: Sequence[NodeUse]) -> list[tuple[str, float, float, float, float]]:
     """Per zone ("" for nodes without one): cpu and memory requested over allocatable, in
     percent, before and after."""
@@ -160,6 +220,19 @@ def zone_use(nodes: Sequence[NodeUse]) -> list[tuple[str, float, float, float, f
         (zone, pct(v[1], v[0]), pct(v[2], v[0]), pct(v[4], v[3]), pct(v[5], v[3]))
         for zone, v in sorted(zones.items())
     ]
+
+
+def device_rows(cfg: ConfigReport) -> list[tuple[str, str, str, str]]:
+    """Per allocated device: the pod, its claim, the request and driver/pool/device."""
+    return [
+        (pod, d.claim, d.request, f"{d.driver}/{d.pool}/{d.device}")
+        for pod, devices in sorted(cfg.devices.items())
+        for d in devices
+    ]
+
+
+def shape_text(shape: dict[str, str]) -> str:
+    return ",".join(f"{name}={quantity}" for name, quantity in shape.items())
 
 
 def differences(configs: Sequence[ConfigReport], pods: Sequence[str]) -> list[Difference]:
@@ -215,6 +288,12 @@ def render_table(report: Report) -> str:
         )
         if cfg.stopped_early:
             lines.append("  stopped early: the bound on scheduling attempts was reached")
+        if cfg.headroom is not None:
+            h = cfg.headroom
+            lines.append(
+                f"  room for more pods of {shape_text(report.shape)}: {h.before} before "
+                f"({h.nodes_before} nodes), {h.after} after ({h.nodes_after} nodes)"
+            )
         if cfg.placed:
             lines += _table(
                 ["POD", "NODE", "TIED"],
@@ -225,16 +304,22 @@ def render_table(report: Report) -> str:
             lines += _table(["NODE", "PLACED"], sorted(cfg.placed_per_node.items()))
         if cfg.nodes:
             lines.append("")
-            lines += _table(
-                ["ZONE", "CPU BEFORE", "CPU AFTER", "MEMORY BEFORE", "MEMORY AFTER"],
-                [
-                    (zone or "(none)", *(f"{v:.1f}%" for v in values))
-                    for zone, *values in zone_use(cfg.nodes)
-                ],
-            )
+            lines += _table(ZONE_HEADER, zone_rows(cfg.nodes))
         if cfg.pending:
             lines.append("")
             lines += _table(["PENDING", "WHY"], [(p.pod, p.message) for p in cfg.pending])
+        if cfg.devices:
+            lines.append("")
+            lines += _table(["POD", "CLAIM", "REQUEST", "DEVICE"], device_rows(cfg))
+        if cfg.groups:
+            lines.append("")
+            lines += _table(
+                ["POD GROUP", "MIN", "PLACED", "STATE", "WHY"],
+                [
+                    (g.group, g.min_member, f"{g.placed}/{g.members}", g.state, g.message)
+                    for g in cfg.groups
+                ],
+            )
         if cfg.preemptions:
             lines.append("")
             lines += _table(

@@ -14,15 +14,20 @@ from datetime import UTC, datetime
 
 from scheduler.api.json_types import Json
 from scheduler.api.objects import Pod
+from scheduler.api.parse import parse_pod
 from scheduler.config.load import load_config
 from scheduler.features import FeatureGates
 from scheduler.framework.registry import Registry
+from scheduler.simulate.claims import pod_devices
 from scheduler.simulate.cluster import ClusterObjects, read_objects
 from scheduler.simulate.engine import Outcome, Simulation
 from scheduler.simulate.evictions import Budgets
+from scheduler.simulate.fragmentation import common_shape, parse_shape, room
+from scheduler.simulate.groups import pod_groups
 from scheduler.simulate.nodes import matching_nodes, node_copies
 from scheduler.simulate.report import (
     ConfigReport,
+    Headroom,
     NodeUse,
     PendingPod,
     Preemption,
@@ -62,6 +67,9 @@ class WhatIf:
     recreate_victims: bool = False
     #: The time a scale-down ranks pods' ages from (the run's start when None).
     now: datetime | None = None
+    #: The reference pod shape of the headroom figures ("cpu=1,memory=2Gi"); empty: the most
+    #: common request among the added pods.
+    shape: str = ""
 
 
 @dataclass
@@ -196,11 +204,17 @@ class _VictimRecreator:
 
 
 def run_one(
-    name: str, config_path: str | None, prepared: Prepared, registry: Registry, whatif: WhatIf
+    name: str,
+    config_path: str | None,
+    prepared: Prepared,
+    registry: Registry,
+    whatif: WhatIf,
+    shape: dict[str, str] | None = None,
 ) -> tuple[ConfigReport, Simulation]:
     config = load_config(config_path, available_plugins=set(registry), features=whatif.features)
     sim = Simulation(config, prepared.cluster, registry, features=whatif.features, seed=whatif.seed)
     before = sim.usage()
+    room_before = room(sim.cache, sim.nodes, shape) if shape else None
     sim.evict(prepared.evicted)
     others = sim.add_pods(prepared.new_pods)
     victims = _VictimRecreator(sim, prepared) if whatif.recreate_victims else None
@@ -210,6 +224,9 @@ def run_one(
     cfg = _config_report(name, sim, outcome, [p.key for p in others])
     if victims is not None:
         cfg.recreated_victims = dict(sorted(victims.made.items()))
+    if shape and room_before is not None:
+        after = room(sim.cache, sim.nodes, shape)
+        cfg.headroom = Headroom(room_before[0], after[0], room_before[1], after[1])
     return cfg, sim
 
 
@@ -245,6 +262,12 @@ def _config_report(name: str, sim: Simulation, outcome: Outcome, others: list[st
             Preemption(preemptor, victims_node.get(victims[0], "") if victims else "", victims)
             for preemptor, victims in sorted(outcome.preemptions.items())
         ],
+        groups=pod_groups(sim),
+        devices={
+            key: devices
+            for key in sorted(placed)
+            if (devices := pod_devices(sim.api.pods[key], sim.api.dra))
+        },
         tied={key: n for key, n in sorted(outcome.tied.items()) if key in placed},
         placed_per_node=dict(sorted(Counter(placed.values()).items())),
         nodes=nodes,
@@ -253,6 +276,13 @@ def _config_report(name: str, sim: Simulation, outcome: Outcome, others: list[st
         seconds=outcome.seconds,
         stopped_early=outcome.stopped_early,
     )
+
+
+def _shape(whatif: WhatIf, prepared: Prepared) -> dict[str, str] | None:
+    if whatif.shape:
+        return parse_shape(whatif.shape)
+    added = set(prepared.added)
+    return common_shape(parse_pod(p) for p in prepared.new_pods if _key(p) in added)
 
 
 def simulate(whatif: WhatIf, registry: Registry) -> Report:
@@ -280,8 +310,9 @@ def simulate(whatif: WhatIf, registry: Registry) -> Report:
                 removed_nodes=prepared.removed_nodes,
                 added_nodes=prepared.added_nodes,
                 blocked=prepared.blocked,
+                shape=_shape(whatif, prepared) or {},
             )
-        cfg, _ = run_one(name, path, prepared, registry, whatif)
+        cfg, _ = run_one(name, path, prepared, registry, whatif, report.shape)
         report.configs.append(cfg)
         simulated |= set(cfg.placed) | {p.pod for p in cfg.pending}
     assert report is not None  # configs is never empty

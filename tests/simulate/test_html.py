@@ -60,6 +60,8 @@ def test_the_page_is_self_contained_and_every_chart_has_bars(
     assert "None on these nodes." in text
     assert "p&lt;2&gt;" in text and "p<2>" not in text
     assert "0/2 nodes are available" in text
+    # the room for the most common added shape (cpu=1 and cpu=8 and cpu=500m: the first)
+    assert "Room for more pods of cpu=1" in text
 
 
 def test_a_report_without_changes_draws_no_empty_chart(tmp_path: Path) -> None:
@@ -72,3 +74,25 @@ def test_a_report_without_changes_draws_no_empty_chart(tmp_path: Path) -> None:
     page = Page()
     page.feed(html.read_text())
     assert all(page.svgs), page.svgs
+
+
+def test_pod_groups_have_their_table(tmp_path: Path) -> None:
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+    }
+    members = [pod(f"m{i}", "3") for i in range(2)]
+    for member in members:
+        member["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+    cluster = write(tmp_path / "c.yaml", node("a"), group, *members)
+    html = tmp_path / "report.html"
+    try:
+        args = ["--snapshot", cluster, "--feature-gates", "GenericWorkload=true"]
+        assert simulate_main([*args, "--html", str(html), "-o", "json"]) == 0
+    finally:
+        reset_logging()
+    text = html.read_text()
+    assert "<h3>Pod groups</h3>" in text
+    assert "<td>default/g</td><td>2</td><td>0/2</td><td>pending</td>" in text
