@@ -60,6 +60,7 @@ from scheduler.profiles import build_frameworks, build_queue
 from scheduler.schedule_group import GroupCycle
 from scheduler.schedule_one import PodCycle, ScheduleOne
 from scheduler.simulate.cluster import ClusterObjects
+from scheduler.simulate.heap import collector_paused
 from scheduler.simulate.memapi import (
     InlineDispatcher,
     InlineExecutor,
@@ -118,6 +119,7 @@ def _features(base: FeatureGates | None) -> FeatureGates:
 class Simulation:
     """The cluster loaded into a fresh cache and queue under one configuration."""
 
+    @collector_paused
     def __init__(
         self,
         config: KubeSchedulerConfiguration,
@@ -268,6 +270,7 @@ class Simulation:
             if pod is not None:
                 self.api.events.append(PodEvent("delete", None, pod))
 
+    @collector_paused
     def add_pods(self, raws: Iterable[Json]) -> list[Pod]:
         """Pods created, as the API server would announce them; the ones no profile of this
         configuration schedules are returned apart (they would wait for another scheduler)."""
