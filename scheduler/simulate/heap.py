@@ -1,8 +1,8 @@
 """The cyclic garbage collector held off while a simulation loads its cluster.
 
 Loading 50,000 pods allocates millions of containers that all stay alive; the collector,
-triggered by allocation counts, walked that growing heap again and again and took about two
-thirds of the loading time (12.6 s of CPU for 5,000 nodes and 50,000 pods, 3.4 s without it).
+triggered by allocation counts, walked that growing heap again and again and took about three
+quarters of the loading time (12.6 s of CPU for 5,000 nodes and 50,000 pods, 3.4 s without it).
 Loading makes few reference cycles, and those are collected by the first collection after it.
 """
 
