@@ -20,6 +20,7 @@ import orjson
 import yaml
 
 from scheduler.api.json_types import Json
+from scheduler.simulate.heap import collector_paused
 
 try:  # the C scanner is faster on a large file
     _Loader: Any = yaml.CSafeLoader
@@ -84,6 +85,7 @@ def _documents(text: str, path: str) -> list[Any]:
         raise ClusterFileError(f"{path}: YAML error: {err}") from err
 
 
+@collector_paused
 def read_objects(paths: Iterable[str | Path]) -> ClusterObjects:
     """Every object in the files, lists flattened."""
     objects = ClusterObjects()

@@ -64,6 +64,7 @@ from scheduler.schedule_group import GroupCycle
 from scheduler.schedule_one import PodCycle, ScheduleOne
 from scheduler.simulate.claims import ClaimController
 from scheduler.simulate.cluster import ClusterObjects
+from scheduler.simulate.heap import collector_paused
 from scheduler.simulate.memapi import (
     InlineDispatcher,
     InMemoryApi,
@@ -121,6 +122,7 @@ def _features(base: FeatureGates | None) -> FeatureGates:
 class Simulation:
     """The cluster loaded into a fresh cache and queue under one configuration."""
 
+    @collector_paused
     def __init__(
         self,
         config: KubeSchedulerConfiguration,
@@ -266,6 +268,7 @@ class Simulation:
             if pod is not None:
                 self.api.events.append(PodEvent("delete", None, pod))
 
+    @collector_paused
     def add_pods(self, raws: Iterable[Json]) -> list[Pod]:
         """Pods created, as the API server would announce them; the ones no profile of this
         configuration schedules are returned apart (they would wait for another scheduler)."""
