@@ -242,6 +242,14 @@ preemption_execution_duration = Histogram(
     buckets=exponential_buckets(0.001, 2, 16),
     registry=None,
 )
+# Victims of a pod group's preemption (the group cycle's PostFilter); a single pod's go to
+# preemption_victims. kube-scheduler observes one or the other per preemption, by preemptor type.
+workload_preemption_victims = Histogram(
+    "scheduler_workload_preemption_victims",
+    "[ALPHA] Number of pod preemption victims caused by workload preemption.",
+    buckets=exponential_buckets(1, 2, 11),
+    registry=None,
+)
 preemption_pdb_violations = Counter(
     "scheduler_preemption_pdb_violations_total",
     "[ALPHA] Total number of pod disruption budget violations caused by preemption.",
@@ -357,6 +365,7 @@ GATED: dict[str, tuple[Collector, ...]] = {
         preemption_evaluation_duration,
         preemption_execution_duration,
         preemption_pdb_violations,
+        workload_preemption_victims,
         podgroup_schedule_attempts,
         podgroup_scheduling_attempt_duration,
         podgroup_scheduling_algorithm_duration,

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from prometheus_client import Histogram
 
+from scheduler import metrics
 from scheduler.api.gang import (
     GangRef,
     GangSource,
@@ -104,6 +106,31 @@ def test_a_group_preempts_once_for_all_its_members_and_evicts_no_more_than_it_ne
     # The simulation left the snapshot as the cache has it.
     h.cache.update_snapshot(h.snapshot)
     assert {n.name: n.requested.milli_cpu for n in h.snapshot.list()} == {"a": 2000, "b": 2000}
+
+
+def observed(histogram: Histogram) -> tuple[float, float]:
+    """(count, sum) of an unlabelled histogram, whether or not its gate exports it."""
+    samples = {s.name: s.value for family in histogram.collect() for s in family.samples}
+    name = histogram._name
+    return samples[f"{name}_count"], samples[f"{name}_sum"]
+
+
+def test_a_groups_victims_are_workload_preemption_victims_not_a_single_pods(h: Harness) -> None:
+    """kube-scheduler v1.37 observes scheduler_workload_preemption_victims once per pod group
+    preemption (with its victim count) and leaves scheduler_preemption_victims, the single
+    pod's, alone."""
+    for node in ("a", "b"):
+        h.add_node(make_node(node, cpu="2"))
+        for i in range(2):
+            h.add_assigned_pod(running(f"low-{node}{i}", node))
+    group_before = observed(metrics.workload_preemption_victims)
+    pod_before = observed(metrics.preemption_victims)
+    add_group(h, "g", 2)
+    h.schedule_next()
+    assert len(h.api.deletes) == 2
+    group_after = observed(metrics.workload_preemption_victims)
+    assert (group_after[0] - group_before[0], group_after[1] - group_before[1]) == (1, 2)
+    assert observed(metrics.preemption_victims) == pod_before
 
 
 def test_a_groups_victims_name_the_pod_group_as_kube_scheduler_does(h: Harness) -> None:

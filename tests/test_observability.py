@@ -131,7 +131,7 @@ def test_gated_families_follow_their_feature_gate() -> None:
         text = exposition()
         assert "# TYPE scheduler_preemption_goroutines_execution_total counter" in text
         assert "scheduler_async_api_call_execution_total" not in text  # off by default
-        # GenericWorkload is not a kube-pysched gate; hidden (deprecated) families stay hidden.
+        # GenericWorkload is off by default; hidden (deprecated) families stay hidden.
         assert "scheduler_preemption_execution_duration_seconds" not in text
         assert "scheduler_preemption_goroutines_duration_seconds" not in text
 
@@ -142,6 +142,29 @@ def test_gated_families_follow_their_feature_gate() -> None:
         assert "scheduler_preemption_goroutines_execution_total" not in text
         assert "# TYPE scheduler_async_api_call_execution_total counter" in text
         assert "# TYPE scheduler_pending_async_api_calls gauge" in text
+    finally:
+        metrics.apply_feature_gates(FeatureGates())
+
+
+def test_workload_preemption_victims_is_kube_schedulers_family_behind_generic_workload() -> None:
+    """Name, type, help, buckets (1 .. 1024) and no labels, as kube-scheduler v1.37 registers
+    it with GenericWorkload on; off, it is not exported."""
+    family = "scheduler_workload_preemption_victims"
+    try:
+        metrics.apply_feature_gates(FeatureGates())
+        assert family not in exposition()
+        metrics.apply_feature_gates(FeatureGates({"GenericWorkload": True}))
+        text = exposition()
+        assert f"# TYPE {family} histogram" in text
+        assert (
+            f"# HELP {family} [ALPHA] Number of pod preemption victims caused by workload "
+            "preemption." in text
+        )
+        buckets = [
+            line.split()[0] for line in text.splitlines() if line.startswith(f"{family}_bucket")
+        ]
+        bounds = [str(float(2**i)) for i in range(11)] + ["+Inf"]
+        assert buckets == [f'{family}_bucket{{le="{b}"}}' for b in bounds]
     finally:
         metrics.apply_feature_gates(FeatureGates())
 

@@ -48,6 +48,28 @@ LEAD_IN_ROUNDS = 3
 HARNESS = "bench harness"
 
 
+def arrive_every(
+    stop: threading.Event,
+    interval: float,
+    arrive: Callable[[int], None],
+    lead_in: Callable[[], None],
+    *,
+    limit: int | None = None,
+) -> None:
+    """arrive(0), arrive(1), ... with `interval` seconds between them until `stop` is set or
+    `limit` arrivals were made (an arrival the API server refuses is skipped, and counts);
+    lead_in() is called once, after LEAD_IN_ROUNDS arrivals or after the last if fewer."""
+    rounds = LEAD_IN_ROUNDS if limit is None else min(LEAD_IN_ROUNDS, limit)
+    i = 0
+    while not stop.is_set() and (limit is None or i < limit):
+        with suppress(CreateError):
+            arrive(i)
+        i += 1
+        if i == rounds:
+            lead_in()
+        stop.wait(interval)
+
+
 def owner_refusal(workload: Workload, mode: str, create_qps: float | None) -> str | None:
     """Why a run of `workload` in `mode` at `create_qps` cannot be measured, or None: backlog
     and capacity modes and a creation rate need the harness to create the measured pods, and
@@ -357,15 +379,10 @@ class Run(ClusterObjects):
         self, stop: threading.Event, spec: Arrivals, arrive: Callable[[int], None]
     ) -> None:
         """arrive(i) every `spec.interval` until `stop` (an arrival the API server refuses is
-        skipped); the lead-in is released after LEAD_IN_ROUNDS of them."""
-        i = 0
-        while not stop.is_set():
-            with suppress(CreateError):
-                arrive(i)
-            i += 1
-            if i == LEAD_IN_ROUNDS:
-                self._lead_in.release()
-            stop.wait(spec.interval)
+        skipped), at most the size's backgroundPods times for the background; the lead-in is
+        released after LEAD_IN_ROUNDS of them (or after the last, if fewer)."""
+        limit = self.size.background_pods if spec is self.workload.background else None
+        arrive_every(stop, spec.interval, arrive, self._lead_in.release, limit=limit)
 
     def _background(self, i: int) -> None:
         """A pod arriving (scheduler_perf churn, mode create)."""

@@ -44,6 +44,8 @@ class Size:
     name: str = ""
     # A gang workload's group sizes, in creation order (measured_pods is their sum).
     groups: tuple[int, ...] = ()
+    # How many background pods arrive at most (None: until the measured pods are settled).
+    background_pods: int | None = None
 
     def group_of(self) -> list[int]:
         """The group index of each measured pod: groups take consecutive pods."""
@@ -59,7 +61,9 @@ def group_sizes(count: int, smallest: int, largest: int, seed: int) -> tuple[int
 
 def _parse_size(name: str, doc: Mapping[str, Any], gang_seed: int | None) -> Size:
     if gang_seed is None:
-        return Size(int(doc["nodes"]), int(doc.get("initPods", 0)), int(doc["measuredPods"]), name)
+        background = int(doc["backgroundPods"]) if "backgroundPods" in doc else None
+        nodes, init = int(doc["nodes"]), int(doc.get("initPods", 0))
+        return Size(nodes, init, int(doc["measuredPods"]), name, background_pods=background)
     groups = group_sizes(int(doc["groups"]), int(doc["minSize"]), int(doc["maxSize"]), gang_seed)
     return Size(int(doc["nodes"]), int(doc.get("initPods", 0)), sum(groups), name, groups)
 
@@ -323,6 +327,29 @@ def service_manifest(name: str, template: PodTemplate) -> dict[str, Any]:
     return api_object("v1", "Service", name, {"selector": dict(template.labels), "ports": ports})
 
 
+def millicpu(quantity: str) -> int:
+    """A CPU quantity as the workload files write it ("900m", "4") in millicores."""
+    return int(quantity[:-1]) if quantity.endswith("m") else int(float(quantity) * 1000)
+
+
+def _check_background(path: Path, workload: Workload) -> None:
+    """Background pods that fit on a node keep its room: arriving without end they would take
+    every node and leave the measured pods not yet bound nowhere to go (PreemptionAsync's
+    pods preempt a whole node each; a slow run would lose measured pods, a fast one would not).
+    So each size caps such a background with backgroundPods, fewer than its nodes. Pods that
+    never fit (Unschedulable) need no cap."""
+    background = workload.background
+    cpu = background.template.requests.get("cpu") if background else None
+    if cpu is None or millicpu(cpu) > millicpu(str(workload.nodes.capacity["cpu"])):
+        return
+    for size in workload.sizes.values():
+        if size.background_pods is None or not 0 < size.background_pods < size.nodes:
+            raise ValueError(
+                f"{path}: size {size.name} needs backgroundPods between 1 and {size.nodes - 1} "
+                "(each preempting background pod takes a node from the measured pods)"
+            )
+
+
 def load_workloads(directory: Path = WORKLOADS_DIR) -> dict[str, Workload]:
     """Every workload file, by name, in file-name order."""
     workloads: dict[str, Workload] = {}
@@ -338,6 +365,7 @@ def load_workloads(directory: Path = WORKLOADS_DIR) -> dict[str, Workload]:
         for size in workload.sizes.values() if devices else ():
             if size.init_pods > size.nodes * devices:  # each holds a device of its node
                 raise ValueError(f"{path}: size {size.name} has more init pods than devices")
+        _check_background(path, workload)
         workloads[workload.name] = workload
     return workloads
 

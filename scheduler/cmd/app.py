@@ -126,6 +126,8 @@ class App:
         self._informers_started = False
         self._scheduling = False
         self.lost_lease = False
+        #: A StartupError raised on the elector's thread (`start_leading`), for run() to report.
+        self.startup_error: StartupError | None = None
 
     def _build_clients(self, binding_workers: int) -> None:
         conn = self.options.config.client_connection
@@ -423,6 +425,16 @@ class App:
         self.scheduler.start()
         log.info("scheduling loop started", profiles=sorted(self.frameworks))
 
+    def start_leading(self) -> None:
+        """on_started_leading, on the elector's thread: a StartupError there (informers that
+        start only once the lease is won and do not sync) ends the process as one raised on the
+        main thread does; it is handed to run() rather than left to the elector's thread."""
+        try:
+            self.start_scheduling()
+        except StartupError as err:
+            self.startup_error = err
+            self.stopped.set()
+
     def fence(self) -> None:
         """Leading ended: from this moment no bind, status patch, deletion or preemption leaves
         this process (its API client is fenced) and the loop stops popping, before the lease is
@@ -489,7 +501,7 @@ class App:
                 renew_deadline=election.renew_deadline,
                 retry_period=election.retry_period,
             ),
-            on_started_leading=self.start_scheduling,
+            on_started_leading=self.start_leading,
             on_stopped_leading=self.lost_leadership,
             fence=self.fence,
             event_recorder=self.recorder,
@@ -569,6 +581,8 @@ def run(options: Options, *, registry: Registry | None = None, install_signals: 
         # pages back (scheduler.cmd.heap: RSS stays flat under churn).
         while not app.stopped.wait(heap.PERIOD):
             trimmer.trim()
+        if app.startup_error is not None:
+            raise app.startup_error
     except StartupError as err:
         log.error(str(err))
         failed = True

@@ -13,6 +13,7 @@ from scheduler.api.errors import ApiConnectionError, ApiError
 from scheduler.client.config import USER_AGENT, ClientConfig, StaticAuth
 from scheduler.client.ratelimit import TokenBucket
 from scheduler.client.rest import STRATEGIC_MERGE_PATCH, RestClient
+from scheduler.clock import FakeClock
 from tests.client.fake_apiserver import FakeApiServer, Request, Response, status_body
 
 
@@ -219,14 +220,26 @@ def test_401_refreshes_the_token_and_retries_once(server: FakeApiServer) -> None
 
 
 def test_requests_are_rate_limited(server: FakeApiServer) -> None:
-    server.handler = lambda r: Response(200, {})
-    slept: list[float] = []
-    limiter = TokenBucket(5, 2, sleep=slept.append)
+    """Every request takes a token before it is sent; on a fake clock that moves only when the
+    limiter sleeps, burst 2 at 5 qps lets two through at once and spaces the rest 1/qps apart."""
+    events: list[str] = []
+
+    def handle(request: Request) -> Response:
+        events.append("request")
+        return Response(200, {})
+
+    clock = FakeClock()
+
+    def sleep(seconds: float) -> None:
+        events.append(f"sleep {seconds:.3f}")
+        clock.step(seconds)
+
+    server.handler = handle
+    limiter = TokenBucket(5, 2, clock=clock, sleep=sleep)
     rest = RestClient(ClientConfig(server=server.url), rate_limiter=limiter)
     for _ in range(4):
         rest.get("/version")
-    assert len(slept) == 2
-    assert slept[0] > 0.1
+    assert events == ["request", "request", "sleep 0.200", "request", "sleep 0.200", "request"]
 
 
 @pytest.mark.parametrize(("verbosity", "interval"), [(0, 10.0), (2, 1.0)])

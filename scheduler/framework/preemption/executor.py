@@ -243,8 +243,9 @@ class Executor:
         group (Preemptor.of_group); the members are nominated by the caller. With
         asynchronous preemption the calls run on a worker and every member is held by
         PreEnqueue until the last victim's deletion has started. An error Status if an
-        inline call fails."""
-        metrics.preemption_victims.observe(len(victims))
+        inline call fails. Its victims are counted in workload_preemption_victims, not in
+        the single pod's preemption_victims (as kube-scheduler's executor does)."""
+        metrics.workload_preemption_victims.observe(len(victims))
         if num_pdb_violations:
             metrics.preemption_pdb_violations.labels(GROUP_PREEMPTOR_TYPE).inc(num_pdb_violations)
         if not members:
