@@ -15,6 +15,7 @@ from scheduler.framework import DeviceClass, ResourceClaim, ResourceSlice
 from ..cel import SelectorCache
 from .pools import Pool, gather_pools
 from .pools_stable import gather_pools_stable
+from .requests import Prepared
 from .result import allocation_results
 from .search import PoolKey, Search, Stop
 from .types import AllocatedState, AllocationError, Deadline, Features, NodeAllocationError
@@ -54,6 +55,8 @@ class Allocator:
             else:
                 self.shared.append(s)
         self.available_counters: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}
+        #: The claims' preparation by the claims' identities, when it holds for every node.
+        self._prepared: dict[tuple[int, ...], tuple[list[ResourceClaim], Prepared]] = {}
 
     def pools_for(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
         """The node's pools in search order (the view a caller may cache per node)."""
@@ -87,7 +90,15 @@ class Allocator:
             self.available_counters,
         )
         search.deadline = deadline
-        search.prepare()
+        key = tuple(map(id, claims))
+        cached = self._prepared.get(key)
+        if cached is not None:
+            search.prepare(cached[1])
+        else:
+            prepared = search.prepare()
+            if prepared.node_independent:
+                # The claims are kept with it, so their ids stay theirs.
+                self._prepared[key] = (list(claims), prepared)
         limit = sys.getrecursionlimit()
         if limit < _RECURSION_HEADROOM:
             sys.setrecursionlimit(_RECURSION_HEADROOM)

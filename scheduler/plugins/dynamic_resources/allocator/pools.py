@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from scheduler.framework import CounterSet, ResourceSlice
 
-from .types import Features
+from .types import DeviceID, Features
 
 
 @dataclass(slots=True)
@@ -27,6 +27,14 @@ class Pool:
     slices_elsewhere: list[ResourceSlice] = field(default_factory=list)
     """The pool's other slices, for the counters their allocated devices consume."""
     counter_sets: dict[str, CounterSet] = field(default_factory=dict)
+    ids: list[list[DeviceID]] = field(init=False)
+    """Per slice of `slices`, its devices' IDs (built once, not on every search step)."""
+    cel: dict[tuple[str, str], bool] = field(init=False, default_factory=dict)
+    """CEL verdicts by (expression, device name): the pool's devices change only with new
+    slices, which make new pools."""
+
+    def __post_init__(self) -> None:
+        self.ids = [[DeviceID(s.driver, s.pool, d.name) for d in s.devices] for s in self.slices]
 
     @property
     def id(self) -> str:

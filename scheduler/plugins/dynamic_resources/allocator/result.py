@@ -9,7 +9,8 @@ from typing import Any
 
 from scheduler.framework import ResourceClaim, format_quantity
 
-from .search import DeviceResult, RequestKey, Search
+from .requests import RequestKey
+from .search import DeviceResult, Search
 from .types import AllocationError
 
 SOURCE_CLASS = "FromClass"
@@ -49,7 +50,7 @@ def _selected_names(search: Search, ci: int, claim: ResourceClaim) -> list[tuple
         if data.parent is None:
             out.append((request.name, ""))
         else:
-            sub = request.first_available[data.selected_sub]
+            sub = request.first_available[search.selected.get((ci, ri), 0)]
             out.append((request.name, f"{request.name}/{sub.name}"))
     return out
 
@@ -60,7 +61,7 @@ def _config(search: Search, ci: int, claim: ResourceClaim) -> list[dict[str, Any
     for ri in range(len(claim.requests)):
         data = search.request_data[RequestKey(ci, ri, 0)]
         if data.parent is not None:
-            data = search.request_data[RequestKey(ci, ri, data.selected_sub)]
+            data = search.request_data[RequestKey(ci, ri, search.selected.get((ci, ri), 0))]
         cls = data.device_class
         span = by_class.get(cls.name)
         if span is not None:
