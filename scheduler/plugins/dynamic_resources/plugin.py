@@ -312,10 +312,15 @@ class DynamicResources:
     def _node_pools(self, s: PodState, name: str, labels: Mapping[str, str]) -> list[Pool]:
         assert s.allocator is not None
         cached = self._pools.get(name)
-        if cached is not None and cached[0] == s.slices_revision and cached[1] == labels:
+        if (
+            cached is not None
+            and cached[0] == s.slices_revision
+            and (cached[1] is labels or cached[1] == labels)
+        ):
             return cached[2]
         pools = s.allocator.pools_for(name, labels)
-        self._pools[name] = (s.slices_revision, dict(labels), pools)
+        # The node's own labels: a node's update brings new ones, so mostly `is` decides.
+        self._pools[name] = (s.slices_revision, labels, pools)
         return pools
 
     # --- PostFilter -------------------------------------------------------------------------

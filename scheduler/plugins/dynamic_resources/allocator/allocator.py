@@ -18,7 +18,14 @@ from .pools_stable import gather_pools_stable
 from .requests import Prepared
 from .result import allocation_results
 from .search import PoolKey, Search, Stop
-from .types import AllocatedState, AllocationError, Deadline, Features, NodeAllocationError
+from .types import (
+    AllocatedState,
+    AllocationError,
+    AllocationTimeout,
+    Deadline,
+    Features,
+    NodeAllocationError,
+)
 
 # Each device of a request adds two frames to the search; 32 devices per claim are allowed.
 _RECURSION_HEADROOM = 4000
@@ -65,6 +72,18 @@ class Allocator:
         slices = [*self.on_node.get(node_name, ()), *self.shared]
         return gather_pools(slices, node_name, labels, self.features, self.all_slices)
 
+    def _none_free(self, pools: list[Pool]) -> bool:
+        """Whether every device of the pools the search looks at is allocated already."""
+        allocated = self.state.allocated_devices
+        for pool in pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for ids in pool.ids:
+                for device_id in ids:
+                    if device_id not in allocated:
+                        return False
+        return True
+
     def allocate(
         self,
         node_name: str,
@@ -78,6 +97,15 @@ class Allocator:
         deadline passes during the search."""
         if pools is None:
             pools = self.pools_for(node_name, labels)
+        cached = self._prepared.get(tuple(map(id, claims)))
+        if cached is not None and cached[1].first_needs_free and self._none_free(pools):
+            # The search's first step, taken without building the search: every device is
+            # taken, so the first request finds none.
+            if deadline is not None and deadline[0]() >= deadline[1]:
+                raise AllocationTimeout
+            if any(p.invalid for p in pools):
+                raise NodeAllocationError("invalid resource pools were encountered")
+            return Outcome(None, 1)
         search = Search(
             self.features,
             self.state,
@@ -90,15 +118,13 @@ class Allocator:
             self.available_counters,
         )
         search.deadline = deadline
-        key = tuple(map(id, claims))
-        cached = self._prepared.get(key)
         if cached is not None:
             search.prepare(cached[1])
         else:
             prepared = search.prepare()
             if prepared.node_independent:
                 # The claims are kept with it, so their ids stay theirs.
-                self._prepared[key] = (list(claims), prepared)
+                self._prepared[tuple(map(id, claims))] = (list(claims), prepared)
         limit = sys.getrecursionlimit()
         if limit < _RECURSION_HEADROOM:
             sys.setrecursionlimit(_RECURSION_HEADROOM)

@@ -73,6 +73,9 @@ class Prepared:
     constraints: list[list[ConstraintSpec]] = field(default_factory=list)
     #: No request asks for all devices: the preparation holds for every node.
     node_independent: bool = True
+    #: The first request of the first claim wants at least one device of its own (a count,
+    #: no admin access, no subrequests): a node without a free device fails at the first step.
+    first_needs_free: bool = False
 
 
 def claim_ref(claim: ResourceClaim) -> str:
@@ -153,6 +156,15 @@ def prepare(
                     "(unsupported constraint type?)"
                 )
         out.constraints.append(constraints)
+    if claims and claims[0].requests:
+        first = claims[0].requests[0].exactly
+        out.first_needs_free = (
+            not claims[0].requests[0].first_available
+            and first is not None
+            and first.allocation_mode == ALLOCATION_MODE_EXACT_COUNT
+            and first.count >= 1
+            and not first.admin_access
+        )
     return out
 
 

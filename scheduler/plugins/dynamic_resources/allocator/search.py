@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
 
 from scheduler.framework import (
     ALLOCATION_MODE_ALL,
@@ -29,6 +30,8 @@ from .constraints import Constraint
 from .pools import Pool
 from .requests import Candidate, Prepared, RequestData, RequestKey, claim_ref, prepare
 from .types import AllocatedState, AllocationError, AllocationTimeout, Deadline, DeviceID, Features
+
+_NONE: Mapping[str, Fraction] = MappingProxyType({})
 
 #: A pool's identity (driver, pool name): upstream's PoolID.
 PoolKey = tuple[str, str]
@@ -172,12 +175,12 @@ class Search:
         return True
 
     def _fits(self, request: ExactRequest, c: Candidate) -> bool:
-        consumed = self.state.aggregated_capacity.get(c.id, {})
+        consumed = self.state.aggregated_capacity.get(c.id, _NONE)
         ok = cap.fits(
             consumed,
             request.capacity_requests,
             c.device.capacity,
-            self.allocating_capacity.get(c.id, {}),
+            self.allocating_capacity.get(c.id, _NONE),
         )
         return bool(ok)
 
