@@ -45,6 +45,7 @@ from scheduler.plugins.dynamic_resources.allocator import (
     AllocationError,
     AllocationTimeout,
     Allocator,
+    Chosen,
     NodeAllocationError,
     Pool,
 )
@@ -94,8 +95,11 @@ class PodState:
     allocator: Allocator | None = None
     slices_revision: int = 0
     #: Per node, one entry per claim to allocate (None: the extended-resource claim, which
-    #: that node does not need).
-    node_allocations: dict[str, list[Mapping[str, Any] | None]] = field(default_factory=dict)
+    #: that node does not need), or the allocator's choices to build them from when asked
+    #: (`allocations`) with the claims to allocate there.
+    node_allocations: dict[
+        str, list[Mapping[str, Any] | None] | tuple[Chosen, list[ResourceClaim | None]]
+    ] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     #: The pod's extended-resource claim (the last of `claims`), if any.
     extended: extended.ExtendedState | None = None
@@ -103,6 +107,21 @@ class PodState:
 
     def clone(self) -> PodState:
         return self
+
+    def allocations(self, node_name: str) -> list[Mapping[str, Any] | None] | None:
+        """The node's allocations from Filter, built from the allocator's choices on first
+        use (the node Reserve picks, or every node Score ranks by firstAvailable)."""
+        entry = self.node_allocations.get(node_name)
+        if not isinstance(entry, tuple):
+            return entry
+        chosen, claims = entry
+        found = iter(chosen.build())
+        allocations: list[Mapping[str, Any] | None] = [
+            None if c is None else next(found) for c in claims
+        ]
+        with self.lock:
+            self.node_allocations[node_name] = allocations
+        return allocations
 
     def to_allocate(self) -> list[int]:
         """Indices of the claims without an allocation in their status."""
@@ -274,7 +293,9 @@ class DynamicResources:
             and index not in unavailable
             and self.binder.blocked(claim)
         )
-        allocations: list[Mapping[str, Any] | None] | None = None
+        allocations: (
+            list[Mapping[str, Any] | None] | tuple[Chosen, list[ResourceClaim | None]] | None
+        ) = None
         if s.allocator is not None:
             indices = s.to_allocate()
             claims = [
@@ -288,7 +309,9 @@ class DynamicResources:
             deadline = None if timeout is None else (self.clock, self.clock() + timeout)
             try:
                 pools = self._node_pools(s, node.name, node.labels)
-                outcome = s.allocator.allocate(node.name, node.labels, wanted, pools, deadline)
+                outcome = s.allocator.allocate(
+                    node.name, node.labels, wanted, pools, deadline, defer=True
+                )
             except AllocationTimeout:
                 # Potentially transient: an error, so the pod retries through backoff.
                 return Status(Code.ERROR, f"node {node.name}: timed out trying to allocate devices")
@@ -296,10 +319,13 @@ class DynamicResources:
                 return _unschedulable(str(err))
             except AllocationError as err:
                 return Status.as_error(err)
-            if outcome.allocations is None or len(outcome.allocations) != len(wanted):
+            if outcome.chosen is not None:
+                allocations = (outcome.chosen, claims)
+            elif outcome.allocations is None or len(outcome.allocations) != len(wanted):
                 return _unschedulable("cannot allocate all claims")
-            found = iter(outcome.allocations)
-            allocations = [None if c is None else next(found) for c in claims]
+            else:
+                found = iter(outcome.allocations)
+                allocations = [None if c is None else next(found) for c in claims]
         if unavailable:
             with s.lock:
                 s.unavailable.update(unavailable)
@@ -363,7 +389,9 @@ class DynamicResources:
         s = state.get(_STATE_KEY)
         if not isinstance(s, PodState) or not s.claims or node_info.node is None:
             return 0
-        allocations = s.node_allocations.get(node_info.node.name)
+        if not any(r.first_available for c in s.claims for r in c.requests):
+            return 0  # nothing to rank: no need to build the node's allocations
+        allocations = s.allocations(node_info.node.name)
         if allocations is None:
             return 0
         score = 0
@@ -408,7 +436,7 @@ class DynamicResources:
         indices = s.to_allocate()
         if not indices or s.allocator is None:
             return None
-        allocations = s.node_allocations.get(node_name)
+        allocations = s.allocations(node_name)
         if not allocations:
             if indices == [s.extended_index]:
                 return None  # the node offers the extended resources itself

@@ -6,6 +6,7 @@ ResourceSlices satisfy a pod's ResourceClaims on one node."""
 from .allocator import Allocator, Outcome
 from .cases import allocate_case, run_case
 from .pools import Pool, gather_pools
+from .result import Chosen
 from .types import (
     AllocatedState,
     AllocationError,
@@ -21,6 +22,7 @@ __all__ = [
     "AllocationError",
     "AllocationTimeout",
     "Allocator",
+    "Chosen",
     "Deadline",
     "DeviceID",
     "Features",

@@ -16,7 +16,7 @@ from ..cel import SelectorCache
 from .pools import Pool, gather_pools
 from .pools_stable import gather_pools_stable
 from .requests import Prepared
-from .result import allocation_results
+from .result import Chosen, allocation_results, deferrable
 from .search import PoolKey, Search, Stop
 from .types import (
     AllocatedState,
@@ -38,6 +38,12 @@ class Outcome:
 
     allocations: list[dict[str, Any]] | None
     steps: int
+    #: With `defer`, the choices whose results are built when asked (`allocations` is None).
+    chosen: Chosen | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.allocations is not None or self.chosen is not None
 
 
 class Allocator:
@@ -91,10 +97,12 @@ class Allocator:
         claims: Sequence[ResourceClaim],
         pools: list[Pool] | None = None,
         deadline: Deadline | None = None,
+        defer: bool = False,
     ) -> Outcome:
         """Allocates the claims, in order, on the node; raises AllocationError on bad input
         (NodeAllocationError when only this node is affected), AllocationTimeout when the
-        deadline passes during the search."""
+        deadline passes during the search. With `defer` the results of a success may come
+        as `chosen`, to build when needed."""
         if pools is None:
             pools = self.pools_for(node_name, labels)
         cached = self._prepared.get(tuple(map(id, claims)))
@@ -136,4 +144,6 @@ class Allocator:
             if any(p.invalid for p in pools):
                 raise NodeAllocationError("invalid resource pools were encountered")
             return Outcome(None, search.steps)
+        if defer and deferrable(search):
+            return Outcome(None, search.steps, Chosen.of(search))
         return Outcome(allocation_results(search), search.steps)
