@@ -14,7 +14,7 @@ import dataclasses
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,9 +98,12 @@ class PodState:
     #: that node does not need), or the allocator's choices to build them from when asked
     #: (`allocations`) with the claims to allocate there.
     node_allocations: dict[
-        str, list[Mapping[str, Any] | None] | tuple[Chosen, list[ResourceClaim | None]]
+        str, list[Mapping[str, Any] | None] | tuple[Chosen, Sequence[ResourceClaim | None]]
     ] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
+    #: The claims to allocate when they are the same on every node (no extended-resource
+    #: claim): one list for all of Filter's nodes.
+    pending: list[ResourceClaim] | None = None
     #: The pod's extended-resource claim (the last of `claims`), if any.
     extended: extended.ExtendedState | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -231,6 +234,8 @@ class DynamicResources:
                 self.selectors,
             )
         s.claims = claims
+        if s.extended is None:
+            s.pending = [claims[i] for i in s.to_allocate()]
         return None, None
 
     def _check_requests(self, claim: ResourceClaim) -> Status | None:
@@ -294,17 +299,20 @@ class DynamicResources:
             and self.binder.blocked(claim)
         )
         allocations: (
-            list[Mapping[str, Any] | None] | tuple[Chosen, list[ResourceClaim | None]] | None
+            list[Mapping[str, Any] | None] | tuple[Chosen, Sequence[ResourceClaim | None]] | None
         ) = None
         if s.allocator is not None:
-            indices = s.to_allocate()
-            claims = [
-                (node_claim.claim if node_claim is not None else None)
-                if i == s.extended_index
-                else s.claims[i]
-                for i in indices
-            ]
-            wanted = [c for c in claims if c is not None]
+            claims: Sequence[ResourceClaim | None]
+            if s.pending is not None:
+                claims = wanted = s.pending
+            else:
+                claims = [
+                    (node_claim.claim if node_claim is not None else None)
+                    if i == s.extended_index
+                    else s.claims[i]
+                    for i in s.to_allocate()
+                ]
+                wanted = [c for c in claims if c is not None]
             timeout = self.gates.filter_timeout
             deadline = None if timeout is None else (self.clock, self.clock() + timeout)
             try:

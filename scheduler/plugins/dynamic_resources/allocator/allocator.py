@@ -121,7 +121,7 @@ class Allocator:
             self.selectors,
             node_name,
             labels,
-            list(claims),
+            claims if isinstance(claims, list) else list(claims),
             pools,
             self.available_counters,
         )
