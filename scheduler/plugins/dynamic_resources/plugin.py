@@ -285,19 +285,21 @@ class DynamicResources:
                 s.extended.nodes[node.name] = node_claim
             if node_claim is None and len(s.claims) == 1:
                 return None  # the node offers the resources itself
-        unavailable = [
-            index
-            for index, info in enumerate(s.infos)
-            if info.available_on is not None
-            and not info.available_on.matches(node.name, node.labels)
-        ]
-        unavailable.extend(
-            index
-            for index, claim in enumerate(s.claims)
-            if claim.allocation is not None
-            and index not in unavailable
-            and self.binder.blocked(claim)
-        )
+        unavailable: list[int] = []
+        if s.pending is None or len(s.pending) != len(s.claims):  # some claim is allocated
+            unavailable = [
+                index
+                for index, info in enumerate(s.infos)
+                if info.available_on is not None
+                and not info.available_on.matches(node.name, node.labels)
+            ]
+            unavailable.extend(
+                index
+                for index, claim in enumerate(s.claims)
+                if claim.allocation is not None
+                and index not in unavailable
+                and self.binder.blocked(claim)
+            )
         allocations: (
             list[Mapping[str, Any] | None] | tuple[Chosen, Sequence[ResourceClaim | None]] | None
         ) = None

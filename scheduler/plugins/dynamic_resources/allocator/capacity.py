@@ -95,7 +95,8 @@ def fits(
         taking = allocating.get(name)
         if taking is not None:
             total = total + taking
-        if total > cap.value:
+        # The whole capacity alone (nothing requested or consumed) fits without comparing.
+        if total is not cap.value and total > cap.value:
             return False
     return True
 
