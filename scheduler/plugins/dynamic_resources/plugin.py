@@ -32,6 +32,7 @@ from scheduler.framework import (
     PreFilterExtensions,
     PreFilterResult,
     ResourceClaim,
+    ResourceSlice,
     ScoreColumn,
     ScoreExtensions,
     SelectorError,
@@ -48,6 +49,7 @@ from scheduler.plugins.dynamic_resources.allocator import (
     Chosen,
     NodeAllocationError,
     Pool,
+    SliceIndex,
 )
 from scheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
 from scheduler.plugins.dynamic_resources.binding import ClaimBinder
@@ -155,6 +157,8 @@ class DynamicResources:
         #: gathered once per node until a slice, a DeviceTaintRule or the node's labels change,
         #: not for every pod.
         self._pools: dict[str, tuple[int, Mapping[str, str], list[Pool]]] = {}
+        #: The slices indexed by node, under the slices revision they are of.
+        self._index: tuple[int, SliceIndex] | None = None
 
     # --- SignPod / PreEnqueue / events ----------------------------------------------------
 
@@ -232,11 +236,17 @@ class DynamicResources:
                 self.dra.device_classes(),
                 slices,
                 self.selectors,
+                self._slice_index(s.slices_revision, slices),
             )
         s.claims = claims
         if s.extended is None:
             s.pending = [claims[i] for i in s.to_allocate()]
         return None, None
+
+    def _slice_index(self, revision: int, slices: list[ResourceSlice]) -> SliceIndex:
+        if self._index is None or self._index[0] != revision:
+            self._index = (revision, SliceIndex.of(slices))
+        return self._index[1]
 
     def _check_requests(self, claim: ResourceClaim) -> Status | None:
         """Every request's device class must exist (validateDeviceClass)."""

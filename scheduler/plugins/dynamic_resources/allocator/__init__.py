@@ -3,7 +3,7 @@ structured/, the "incubating" variant v1.37's default gates select, or the "stab
 consumable capacity and binding conditions off): which devices of which
 ResourceSlices satisfy a pod's ResourceClaims on one node."""
 
-from .allocator import Allocator, Outcome
+from .allocator import Allocator, Outcome, SliceIndex
 from .cases import allocate_case, run_case
 from .pools import Pool, gather_pools
 from .result import Chosen
@@ -29,6 +29,7 @@ __all__ = [
     "NodeAllocationError",
     "Outcome",
     "Pool",
+    "SliceIndex",
     "allocate_case",
     "gather_pools",
     "run_case",

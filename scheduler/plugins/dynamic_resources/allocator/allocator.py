@@ -46,6 +46,27 @@ class Outcome:
         return self.allocations is not None or self.chosen is not None
 
 
+@dataclass(frozen=True, slots=True)
+class SliceIndex:
+    """The slices by the node they name, and those naming none: what a node's pools are
+    gathered from. It depends on the slices only, so a caller may keep it as long as they
+    do instead of indexing them for every scheduling attempt."""
+
+    all_slices: list[ResourceSlice]
+    on_node: dict[str, list[ResourceSlice]]
+    shared: list[ResourceSlice]
+
+    @classmethod
+    def of(cls, slices: Iterable[ResourceSlice]) -> SliceIndex:
+        index = cls(list(slices), {}, [])
+        for s in index.all_slices:
+            if s.target.node_name:
+                index.on_node.setdefault(s.target.node_name, []).append(s)
+            else:
+                index.shared.append(s)
+        return index
+
+
 class Allocator:
     def __init__(
         self,
@@ -54,19 +75,14 @@ class Allocator:
         classes: Iterable[DeviceClass],
         slices: Sequence[ResourceSlice],
         selectors: SelectorCache | None = None,
+        index: SliceIndex | None = None,
     ) -> None:
+        """`index`: the slices' index when the caller keeps one (it must be of `slices`)."""
         self.features = features
         self.state = state
         self.classes: Mapping[str, DeviceClass] = {c.name: c for c in classes}
         self.selectors = selectors or SelectorCache()
-        self.all_slices = list(slices)
-        self.on_node: dict[str, list[ResourceSlice]] = {}
-        self.shared: list[ResourceSlice] = []
-        for s in self.all_slices:
-            if s.target.node_name:
-                self.on_node.setdefault(s.target.node_name, []).append(s)
-            else:
-                self.shared.append(s)
+        self.index = index if index is not None else SliceIndex.of(slices)
         self.available_counters: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}
         #: The claims' preparation by the claims' identities, when it holds for every node.
         self._prepared: dict[tuple[int, ...], tuple[list[ResourceClaim], Prepared]] = {}
@@ -74,21 +90,14 @@ class Allocator:
     def pools_for(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
         """The node's pools in search order (the view a caller may cache per node)."""
         if self.features.stable:
-            return gather_pools_stable(self.all_slices, node_name, labels, self.features)
-        slices = [*self.on_node.get(node_name, ()), *self.shared]
-        return gather_pools(slices, node_name, labels, self.features, self.all_slices)
+            return gather_pools_stable(self.index.all_slices, node_name, labels, self.features)
+        slices = [*self.index.on_node.get(node_name, ()), *self.index.shared]
+        return gather_pools(slices, node_name, labels, self.features, self.index.all_slices)
 
     def _none_free(self, pools: list[Pool]) -> bool:
         """Whether every device of the pools the search looks at is allocated already."""
         allocated = self.state.allocated_devices
-        for pool in pools:
-            if pool.incomplete or pool.invalid:
-                continue
-            for ids in pool.ids:
-                for device_id in ids:
-                    if device_id not in allocated:
-                        return False
-        return True
+        return all(pool.incomplete or pool.invalid or pool.id_set <= allocated for pool in pools)
 
     def allocate(
         self,

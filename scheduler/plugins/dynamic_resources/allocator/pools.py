@@ -29,12 +29,15 @@ class Pool:
     counter_sets: dict[str, CounterSet] = field(default_factory=dict)
     ids: list[list[DeviceID]] = field(init=False)
     """Per slice of `slices`, its devices' IDs (built once, not on every search step)."""
+    id_set: frozenset[DeviceID] = field(init=False)
+    """Every device ID of `slices`."""
     cel: dict[tuple[str, str], bool] = field(init=False, default_factory=dict)
     """CEL verdicts by (expression, device name): the pool's devices change only with new
     slices, which make new pools."""
 
     def __post_init__(self) -> None:
         self.ids = [[DeviceID(s.driver, s.pool, d.name) for d in s.devices] for s in self.slices]
+        self.id_set = frozenset(i for ids in self.ids for i in ids)
 
     @property
     def id(self) -> str:

@@ -331,7 +331,7 @@ class Search:
                     candidate = Candidate(device_id, device, s, pool)
                     if self.features.consumable_capacity and not self._fits(request, candidate):
                         continue
-                    undo = self.allocate_device(key, candidate, must=False)
+                    undo = self.allocate_device(key, candidate, must=False, fitted=True)
                     if undo is None:
                         continue
                     try:
@@ -352,12 +352,14 @@ class Search:
         return (0, 0, 0) if self.features.stable else (pi, sli, dvi + 1)
 
     def allocate_device(
-        self, key: RequestKey, c: Candidate, must: bool
+        self, key: RequestKey, c: Candidate, must: bool, fitted: bool = False
     ) -> Callable[[], None] | None:
         """Takes the device for the request if it is free, untainted (or tolerated), within
         counters, capacity and constraints; returns how to give it back (allocateDevice).
         Every rejection after the counters were taken gives back what this call took, as
-        upstream's rollbackDevice does, so a rejected candidate leaves no trace."""
+        upstream's rollbackDevice does, so a rejected candidate leaves no trace. `fitted`:
+        the caller found the capacity fits just before, and nothing here changes what it
+        compared, so upstream's second check would agree."""
         claim = self.claims[key.claim]
         data = self.request_data[key]
         request = data.request
@@ -399,7 +401,7 @@ class Search:
             rollback.marked = True
         consumed: dict[str, Fraction] = {}
         if self.features.consumable_capacity:
-            if not self._fits(request, c):
+            if not fitted and not self._fits(request, c):
                 rollback()
                 return None
             if multi:
