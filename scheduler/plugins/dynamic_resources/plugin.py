@@ -78,6 +78,11 @@ def _unschedulable(reason: str) -> Status:
     return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason)
 
 
+#: The rejection of most nodes in a full cluster: one instance (statuses are only read once
+#: returned, and the runtime names the same plugin on it every time).
+_CANNOT_ALLOCATE = _unschedulable("cannot allocate all claims")
+
+
 @dataclass
 class ClaimInfo:
     """informationForClaim: where an allocated claim is usable, and the allocation Reserve
@@ -342,7 +347,7 @@ class DynamicResources:
             if outcome.chosen is not None:
                 allocations = (outcome.chosen, claims)
             elif outcome.allocations is None or len(outcome.allocations) != len(wanted):
-                return _unschedulable("cannot allocate all claims")
+                return _CANNOT_ALLOCATE
             else:
                 found = iter(outcome.allocations)
                 allocations = [None if c is None else next(found) for c in claims]

@@ -67,6 +67,10 @@ class SliceIndex:
         return index
 
 
+#: What a node without a free device answers (one instance: Outcome is immutable).
+_FIRST_STEP_FAILED = Outcome(None, 1)
+
+
 class Allocator:
     def __init__(
         self,
@@ -122,7 +126,7 @@ class Allocator:
                 raise AllocationTimeout
             if any(p.invalid for p in pools):
                 raise NodeAllocationError("invalid resource pools were encountered")
-            return Outcome(None, 1)
+            return _FIRST_STEP_FAILED
         search = Search(
             self.features,
             self.state,
