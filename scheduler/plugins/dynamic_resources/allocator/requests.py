@@ -64,7 +64,7 @@ class RequestData:
 ConstraintSpec = tuple[type[Constraint], tuple[str, ...], str]
 
 #: Whether a device of a slice of a pool is selectable for a request on the node.
-Selectable = Callable[[RequestKey, RequestData, Pool, ResourceSlice, Device], bool]
+Selectable = Callable[[RequestKey, RequestData, Pool, ResourceSlice, Device, DeviceID], bool]
 
 
 @dataclass(slots=True)
@@ -211,9 +211,10 @@ def _validate(
                 )
             for s in pool.slices:
                 for device in s.devices:
-                    if not selectable(key, data, pool, s, device):
+                    device_id = DeviceID(s.driver, s.pool, device.name)
+                    if not selectable(key, data, pool, s, device, device_id):
                         continue
-                    candidate = Candidate(DeviceID(s.driver, s.pool, device.name), device, s, pool)
+                    candidate = Candidate(device_id, device, s, pool)
                     # Static capacity only: what is consumed already is checked when the
                     # device is taken, so a request for all devices then fails.
                     if features.consumable_capacity and not cap.fits(

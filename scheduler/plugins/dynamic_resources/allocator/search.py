@@ -55,8 +55,34 @@ class Stop(Exception):
     """The result-size limit was reached (errAllocationResultMaxSizeExceeded)."""
 
 
+#: RequestKey's construction without its Python-level __new__ (one per search step).
+_request_key = tuple.__new__
+
+
 class Search:
     """One Allocate call for one node: the per-call state upstream keeps in `allocator`."""
+
+    __slots__ = (
+        "allocating",
+        "allocating_capacity",
+        "available_counters",
+        "claims",
+        "classes",
+        "constraints",
+        "consumed_counters",
+        "deadline",
+        "features",
+        "labels",
+        "matches",
+        "node_name",
+        "pools",
+        "request_data",
+        "results",
+        "selected",
+        "selectors",
+        "state",
+        "steps",
+    )
 
     def __init__(
         self,
@@ -108,12 +134,17 @@ class Search:
     # --- device checks ----------------------------------------------------------------------
 
     def _selectable(
-        self, key: RequestKey, data: RequestData, pool: Pool, s: ResourceSlice, device: Device
+        self,
+        key: RequestKey,
+        data: RequestData,
+        pool: Pool,
+        s: ResourceSlice,
+        device: Device,
+        device_id: DeviceID,
     ) -> bool:
         """Class and request selectors, and per-device node selection (isSelectable)."""
         if not self.features.binding_conditions and device.binding_conditions:
             return False
-        device_id = DeviceID(s.driver, s.pool, device.name)
         cached = self.matches.get((device_id, key))
         if cached is not None:
             return cached
@@ -271,12 +302,12 @@ class Search:
                 return self.allocate_one(ci + 1, 0, 0, 0, False, (0, 0, 0))
             except Stop:
                 return False
-        key = RequestKey(ci, ri, si)
+        key = _request_key(RequestKey, (ci, ri, si))
         data = self.request_data[key]
         if not in_sub and data.parent is not None:
             all_exceeded = True
             sub = 0
-            while RequestKey(ci, ri, sub) in self.request_data:
+            while (ci, ri, sub) in self.request_data:
                 try:
                     success = self.allocate_one(ci, ri, sub, di, True, (0, 0, 0))
                 except Stop:
@@ -326,7 +357,7 @@ class Search:
                         continue
                     if not admin and self._in_use(device_id):
                         continue
-                    if not self._selectable(key, data, pool, s, device):
+                    if not self._selectable(key, data, pool, s, device, device_id):
                         continue
                     candidate = Candidate(device_id, device, s, pool)
                     if self.features.consumable_capacity and not self._fits(request, candidate):
