@@ -14,7 +14,7 @@ import dataclasses
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ from scheduler.framework import (
     PreFilterExtensions,
     PreFilterResult,
     ResourceClaim,
+    ResourceSlice,
     ScoreColumn,
     ScoreExtensions,
     SelectorError,
@@ -45,8 +46,10 @@ from scheduler.plugins.dynamic_resources.allocator import (
     AllocationError,
     AllocationTimeout,
     Allocator,
+    Chosen,
     NodeAllocationError,
     Pool,
+    SliceIndex,
 )
 from scheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
 from scheduler.plugins.dynamic_resources.binding import ClaimBinder
@@ -75,6 +78,11 @@ def _unschedulable(reason: str) -> Status:
     return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reason)
 
 
+#: The rejection of most nodes in a full cluster: one instance (statuses are only read once
+#: returned, and the runtime names the same plugin on it every time).
+_CANNOT_ALLOCATE = _unschedulable("cannot allocate all claims")
+
+
 @dataclass
 class ClaimInfo:
     """informationForClaim: where an allocated claim is usable, and the allocation Reserve
@@ -94,15 +102,36 @@ class PodState:
     allocator: Allocator | None = None
     slices_revision: int = 0
     #: Per node, one entry per claim to allocate (None: the extended-resource claim, which
-    #: that node does not need).
-    node_allocations: dict[str, list[Mapping[str, Any] | None]] = field(default_factory=dict)
+    #: that node does not need), or the allocator's choices to build them from when asked
+    #: (`allocations`) with the claims to allocate there.
+    node_allocations: dict[
+        str, list[Mapping[str, Any] | None] | tuple[Chosen, Sequence[ResourceClaim | None]]
+    ] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
+    #: The claims to allocate when they are the same on every node (no extended-resource
+    #: claim): one list for all of Filter's nodes.
+    pending: list[ResourceClaim] | None = None
     #: The pod's extended-resource claim (the last of `claims`), if any.
     extended: extended.ExtendedState | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def clone(self) -> PodState:
         return self
+
+    def allocations(self, node_name: str) -> list[Mapping[str, Any] | None] | None:
+        """The node's allocations from Filter, built from the allocator's choices on first
+        use (the node Reserve picks, or every node Score ranks by firstAvailable)."""
+        entry = self.node_allocations.get(node_name)
+        if not isinstance(entry, tuple):
+            return entry
+        chosen, claims = entry
+        found = iter(chosen.build())
+        allocations: list[Mapping[str, Any] | None] = [
+            None if c is None else next(found) for c in claims
+        ]
+        with self.lock:
+            self.node_allocations[node_name] = allocations
+        return allocations
 
     def to_allocate(self) -> list[int]:
         """Indices of the claims without an allocation in their status."""
@@ -134,6 +163,8 @@ class DynamicResources:
         #: gathered once per node until a slice, a DeviceTaintRule or the node's labels change,
         #: not for every pod.
         self._pools: dict[str, tuple[int, Mapping[str, str], list[Pool]]] = {}
+        #: The slices indexed by node, under the slices revision they are of.
+        self._index: tuple[int, SliceIndex] | None = None
 
     # --- SignPod / PreEnqueue / events ----------------------------------------------------
 
@@ -211,9 +242,17 @@ class DynamicResources:
                 self.dra.device_classes(),
                 slices,
                 self.selectors,
+                self._slice_index(s.slices_revision, slices),
             )
         s.claims = claims
+        if s.extended is None:
+            s.pending = [claims[i] for i in s.to_allocate()]
         return None, None
+
+    def _slice_index(self, revision: int, slices: list[ResourceSlice]) -> SliceIndex:
+        if self._index is None or self._index[0] != revision:
+            self._index = (revision, SliceIndex.of(slices))
+        return self._index[1]
 
     def _check_requests(self, claim: ResourceClaim) -> Status | None:
         """Every request's device class must exist (validateDeviceClass)."""
@@ -262,34 +301,43 @@ class DynamicResources:
                 s.extended.nodes[node.name] = node_claim
             if node_claim is None and len(s.claims) == 1:
                 return None  # the node offers the resources itself
-        unavailable = [
-            index
-            for index, info in enumerate(s.infos)
-            if info.available_on is not None
-            and not info.available_on.matches(node.name, node.labels)
-        ]
-        unavailable.extend(
-            index
-            for index, claim in enumerate(s.claims)
-            if claim.allocation is not None
-            and index not in unavailable
-            and self.binder.blocked(claim)
-        )
-        allocations: list[Mapping[str, Any] | None] | None = None
-        if s.allocator is not None:
-            indices = s.to_allocate()
-            claims = [
-                (node_claim.claim if node_claim is not None else None)
-                if i == s.extended_index
-                else s.claims[i]
-                for i in indices
+        unavailable: list[int] = []
+        if s.pending is None or len(s.pending) != len(s.claims):  # some claim is allocated
+            unavailable = [
+                index
+                for index, info in enumerate(s.infos)
+                if info.available_on is not None
+                and not info.available_on.matches(node.name, node.labels)
             ]
-            wanted = [c for c in claims if c is not None]
+            unavailable.extend(
+                index
+                for index, claim in enumerate(s.claims)
+                if claim.allocation is not None
+                and index not in unavailable
+                and self.binder.blocked(claim)
+            )
+        allocations: (
+            list[Mapping[str, Any] | None] | tuple[Chosen, Sequence[ResourceClaim | None]] | None
+        ) = None
+        if s.allocator is not None:
+            claims: Sequence[ResourceClaim | None]
+            if s.pending is not None:
+                claims = wanted = s.pending
+            else:
+                claims = [
+                    (node_claim.claim if node_claim is not None else None)
+                    if i == s.extended_index
+                    else s.claims[i]
+                    for i in s.to_allocate()
+                ]
+                wanted = [c for c in claims if c is not None]
             timeout = self.gates.filter_timeout
             deadline = None if timeout is None else (self.clock, self.clock() + timeout)
             try:
                 pools = self._node_pools(s, node.name, node.labels)
-                outcome = s.allocator.allocate(node.name, node.labels, wanted, pools, deadline)
+                outcome = s.allocator.allocate(
+                    node.name, node.labels, wanted, pools, deadline, defer=True
+                )
             except AllocationTimeout:
                 # Potentially transient: an error, so the pod retries through backoff.
                 return Status(Code.ERROR, f"node {node.name}: timed out trying to allocate devices")
@@ -297,10 +345,13 @@ class DynamicResources:
                 return _unschedulable(str(err))
             except AllocationError as err:
                 return Status.as_error(err)
-            if outcome.allocations is None or len(outcome.allocations) != len(wanted):
-                return _unschedulable("cannot allocate all claims")
-            found = iter(outcome.allocations)
-            allocations = [None if c is None else next(found) for c in claims]
+            if outcome.chosen is not None:
+                allocations = (outcome.chosen, claims)
+            elif outcome.allocations is None or len(outcome.allocations) != len(wanted):
+                return _CANNOT_ALLOCATE
+            else:
+                found = iter(outcome.allocations)
+                allocations = [None if c is None else next(found) for c in claims]
         if unavailable:
             with s.lock:
                 s.unavailable.update(unavailable)
@@ -313,10 +364,15 @@ class DynamicResources:
     def _node_pools(self, s: PodState, name: str, labels: Mapping[str, str]) -> list[Pool]:
         assert s.allocator is not None
         cached = self._pools.get(name)
-        if cached is not None and cached[0] == s.slices_revision and cached[1] == labels:
+        if (
+            cached is not None
+            and cached[0] == s.slices_revision
+            and (cached[1] is labels or cached[1] == labels)
+        ):
             return cached[2]
         pools = s.allocator.pools_for(name, labels)
-        self._pools[name] = (s.slices_revision, dict(labels), pools)
+        # The node's own labels: a node's update brings new ones, so mostly `is` decides.
+        self._pools[name] = (s.slices_revision, labels, pools)
         return pools
 
     # --- PostFilter -------------------------------------------------------------------------
@@ -359,7 +415,9 @@ class DynamicResources:
         s = state.get(_STATE_KEY)
         if not isinstance(s, PodState) or not s.claims or node_info.node is None:
             return 0
-        allocations = s.node_allocations.get(node_info.node.name)
+        if not any(r.first_available for c in s.claims for r in c.requests):
+            return 0  # nothing to rank: no need to build the node's allocations
+        allocations = s.allocations(node_info.node.name)
         if allocations is None:
             return 0
         score = 0
@@ -404,7 +462,7 @@ class DynamicResources:
         indices = s.to_allocate()
         if not indices or s.allocator is None:
             return None
-        allocations = s.node_allocations.get(node_name)
+        allocations = s.allocations(node_name)
         if not allocations:
             if indices == [s.extended_index]:
                 return None  # the node offers the extended resources itself

@@ -131,7 +131,7 @@ def test_stable_variant_searches_pools_in_the_order_they_first_appear() -> None:
         p = gated(h, gates)
         r = run_plugin(p, pod("p", claims={"gpu": "c1"}), h.snap)
         assert r.feasible == ["n1"]
-        (allocation,) = r.state.read("DynamicResources").node_allocations["n1"]
+        (allocation,) = r.state.read("DynamicResources").allocations("n1")
         assert allocation["devices"]["results"][0]["device"] == expected
 
 

@@ -3,9 +3,10 @@ structured/, the "incubating" variant v1.37's default gates select, or the "stab
 consumable capacity and binding conditions off): which devices of which
 ResourceSlices satisfy a pod's ResourceClaims on one node."""
 
-from .allocator import Allocator, Outcome
+from .allocator import Allocator, Outcome, SliceIndex
 from .cases import allocate_case, run_case
 from .pools import Pool, gather_pools
+from .result import Chosen
 from .types import (
     AllocatedState,
     AllocationError,
@@ -21,12 +22,14 @@ __all__ = [
     "AllocationError",
     "AllocationTimeout",
     "Allocator",
+    "Chosen",
     "Deadline",
     "DeviceID",
     "Features",
     "NodeAllocationError",
     "Outcome",
     "Pool",
+    "SliceIndex",
     "allocate_case",
     "gather_pools",
     "run_case",

@@ -87,8 +87,16 @@ def fits(
         want = consumed_capacity(requests.get(name) if requests else None, cap)
         if _violates(want, cap.request_policy):
             return False
-        total = consumed.get(name, Fraction(0)) + want + allocating.get(name, Fraction(0))
-        if total > cap.value:
+        # Sums only what is there: a Fraction sum per capacity and device is costly.
+        total = want
+        used = consumed.get(name)
+        if used is not None:
+            total = used + total
+        taking = allocating.get(name)
+        if taking is not None:
+            total = total + taking
+        # The whole capacity alone (nothing requested or consumed) fits without comparing.
+        if total is not cap.value and total > cap.value:
             return False
     return True
 

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from scheduler.framework import CounterSet, ResourceSlice
 
-from .types import Features
+from .types import DeviceID, Features
 
 
 @dataclass(slots=True)
@@ -27,6 +27,17 @@ class Pool:
     slices_elsewhere: list[ResourceSlice] = field(default_factory=list)
     """The pool's other slices, for the counters their allocated devices consume."""
     counter_sets: dict[str, CounterSet] = field(default_factory=dict)
+    ids: list[list[DeviceID]] = field(init=False)
+    """Per slice of `slices`, its devices' IDs (built once, not on every search step)."""
+    id_set: frozenset[DeviceID] = field(init=False)
+    """Every device ID of `slices`."""
+    cel: dict[tuple[str, str], bool] = field(init=False, default_factory=dict)
+    """CEL verdicts by (expression, device name): the pool's devices change only with new
+    slices, which make new pools."""
+
+    def __post_init__(self) -> None:
+        self.ids = [[DeviceID(s.driver, s.pool, d.name) for d in s.devices] for s in self.slices]
+        self.id_set = frozenset(i for ids in self.ids for i in ids)
 
     @property
     def id(self) -> str:
@@ -119,6 +130,46 @@ def _has_binding_conditions(pool: Pool) -> bool:
     return any(d.binding_conditions for s in pool.slices for d in s.devices)
 
 
+def _usable(s: ResourceSlice, features: Features) -> bool:
+    """Slices with per-device node selection or shared counters need partitionable devices."""
+    return features.partitionable_devices or (
+        s.per_device_node_selection is None and not s.shared_counters
+    )
+
+
+def newest_generations(
+    slices: Iterable[ResourceSlice],
+) -> dict[tuple[str, str], list[ResourceSlice]]:
+    """The slices by (driver, pool), each pool's at the newest generation among them, in the
+    order given. A newer generation replaces a pool's slices but keeps its place, as an entry
+    of upstream's map does."""
+    grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for s in slices:
+        key = (s.driver, s.pool)
+        current = grouped.get(key)
+        if current is None or s.generation > current[0].generation:
+            grouped[key] = [s]
+        elif s.generation == current[0].generation:
+            current.append(s)
+    return grouped
+
+
+def whole_pool(
+    driver: str, name: str, generation: int, all_slices: Iterable[ResourceSlice]
+) -> list[ResourceSlice] | None:
+    """Every slice of the pool at `generation`, or None when the pool has a newer one (the
+    node's slices are obsolete)."""
+    found: list[ResourceSlice] = []
+    for s in all_slices:
+        if s.driver != driver or s.pool != name:
+            continue
+        if s.generation > generation:
+            return None
+        if s.generation == generation:
+            found.append(s)
+    return found
+
+
 def gather_pools(
     slices_for_node: Iterable[ResourceSlice],
     node_name: str,
@@ -127,40 +178,22 @@ def gather_pools(
     all_slices: Sequence[ResourceSlice],
 ) -> list[Pool]:
     """The node's pools in the allocator's order."""
-    grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
-    for s in slices_for_node:
-        if not features.partitionable_devices and (
-            s.per_device_node_selection is not None or s.shared_counters
-        ):
-            continue
-        if not _relevant(s, node_name, labels):
-            continue
-        key = (s.driver, s.pool)
-        current = grouped.get(key)
-        if current is None or s.generation > current[0].generation:
-            grouped[key] = [s]
-        elif s.generation == current[0].generation:
-            current.append(s)
+    grouped = newest_generations(
+        s for s in slices_for_node if _usable(s, features) and _relevant(s, node_name, labels)
+    )
     plain: list[Pool] = []
     with_conditions: list[Pool] = []
     for (driver, name), slices in grouped.items():
         first = slices[0]
         all_for_pool: list[ResourceSlice] = []
         if len(slices) != first.resource_slice_count:
-            obsolete = False
-            for s in all_slices:
-                if s.driver != driver or s.pool != name:
-                    continue
-                if s.generation > first.generation:
-                    obsolete = True
-                    break
-                if s.generation == first.generation:
-                    all_for_pool.append(s)
-            if obsolete:
+            whole = whole_pool(driver, name, first.generation, all_slices)
+            if whole is None:
                 continue
-            if len(all_for_pool) != first.resource_slice_count:
+            if len(whole) != first.resource_slice_count:
                 plain.append(Pool(driver, name, incomplete=True))
                 continue
+            all_for_pool = whole
         pool = _build_pool(driver, name, slices, features, all_for_pool)
         (with_conditions if _has_binding_conditions(pool) else plain).append(pool)
     plain.sort(key=lambda p: (p.driver, p.pool))

@@ -20,7 +20,16 @@ from collections.abc import Mapping, Sequence
 
 from scheduler.framework import ResourceSlice
 
-from .pools import Pool, _check_consumption, _counter_sets, _duplicate_device, _relevant
+from .pools import (
+    Pool,
+    _check_consumption,
+    _counter_sets,
+    _duplicate_device,
+    _relevant,
+    _usable,
+    newest_generations,
+    whole_pool,
+)
 from .types import Features
 
 
@@ -64,38 +73,19 @@ def gather_pools_stable(
     features: Features,
 ) -> list[Pool]:
     """The node's pools in the stable variant's order (first appearance)."""
-    grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
-    for s in all_slices:
-        if not features.partitionable_devices and (
-            s.per_device_node_selection is not None or s.shared_counters
-        ):
-            continue
-        if not s.shared_counters and not _relevant(s, node_name, labels):
-            continue
-        key = (s.driver, s.pool)
-        current = grouped.get(key)
-        # A newer generation replaces the pool's slices but keeps its place, as a map entry.
-        if current is None or s.generation > current[0].generation:
-            grouped[key] = [s]
-        elif s.generation == current[0].generation:
-            current.append(s)
+    grouped = newest_generations(
+        s
+        for s in all_slices
+        if _usable(s, features) and (s.shared_counters or _relevant(s, node_name, labels))
+    )
     pools: list[Pool] = []
     for (driver, name), slices in grouped.items():
         first = slices[0]
         if len(slices) == first.resource_slice_count:
             pools.append(_build_pool_stable(driver, name, slices, features, None))
             continue
-        all_for_pool: list[ResourceSlice] = []
-        obsolete = False
-        for s in all_slices:
-            if s.driver != driver or s.pool != name:
-                continue
-            if s.generation > first.generation:
-                obsolete = True
-                break
-            if s.generation == first.generation:
-                all_for_pool.append(s)
-        if obsolete:
+        all_for_pool = whole_pool(driver, name, first.generation, all_slices)
+        if all_for_pool is None:
             continue
         if len(all_for_pool) != first.resource_slice_count:
             pools.append(Pool(driver, name, incomplete=True))

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler.framework import ResourceClaim, format_quantity
 
-from .search import DeviceResult, RequestKey, Search
-from .types import AllocationError
+from .requests import RequestData, RequestKey
+from .search import DeviceResult, Search
+from .types import AllocationError, Features
 
 SOURCE_CLASS = "FromClass"
 SOURCE_CLAIM = "FromClaim"
@@ -41,7 +43,9 @@ def _device_result(r: DeviceResult, binding: bool) -> dict[str, Any]:
     return out
 
 
-def _selected_names(search: Search, ci: int, claim: ResourceClaim) -> list[tuple[str, str]]:
+def _selected_names(
+    search: Search | Chosen, ci: int, claim: ResourceClaim
+) -> list[tuple[str, str]]:
     """(request name, chosen subrequest's full name or "") per request of the claim."""
     out = []
     for ri, request in enumerate(claim.requests):
@@ -49,18 +53,18 @@ def _selected_names(search: Search, ci: int, claim: ResourceClaim) -> list[tuple
         if data.parent is None:
             out.append((request.name, ""))
         else:
-            sub = request.first_available[data.selected_sub]
+            sub = request.first_available[search.selected.get((ci, ri), 0)]
             out.append((request.name, f"{request.name}/{sub.name}"))
     return out
 
 
-def _config(search: Search, ci: int, claim: ResourceClaim) -> list[dict[str, Any]]:
+def _config(search: Search | Chosen, ci: int, claim: ResourceClaim) -> list[dict[str, Any]]:
     config: list[dict[str, Any]] = []
     by_class: dict[str, tuple[int, int]] = {}
     for ri in range(len(claim.requests)):
         data = search.request_data[RequestKey(ci, ri, 0)]
         if data.parent is not None:
-            data = search.request_data[RequestKey(ci, ri, data.selected_sub)]
+            data = search.request_data[RequestKey(ci, ri, search.selected.get((ci, ri), 0))]
         cls = data.device_class
         span = by_class.get(cls.name)
         if span is not None:
@@ -138,7 +142,47 @@ def _node_selector(
     return {"nodeSelectorTerms": [term]}
 
 
-def allocation_results(search: Search) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """A search's choices on one node, made into AllocationResults only when asked: Filter
+    allocates on many nodes, Reserve wants the results of one. Only choices whose results
+    cannot fail to build are kept this way (`deferrable`)."""
+
+    features: Features
+    node_name: str
+    claims: list[ResourceClaim]
+    results: list[list[DeviceResult]]
+    request_data: Mapping[RequestKey, RequestData]
+    selected: Mapping[tuple[int, int], int]
+
+    @classmethod
+    def of(cls, search: Search) -> Chosen:
+        return cls(
+            search.features,
+            search.node_name,
+            search.claims,
+            search.results,
+            search.request_data,
+            search.selected,
+        )
+
+    def build(self) -> list[dict[str, Any]]:
+        return allocation_results(self)
+
+
+def deferrable(search: Search) -> bool:
+    """Every chosen device is in a slice (or, per device, of a device) naming the node: the
+    node selector is then the node's name, which cannot fail to build."""
+    for results in search.results:
+        for r in results:
+            c = r.candidate
+            target = c.device.target if c.slice.per_device_node_selection else c.slice.target
+            if not target.node_name:
+                return False
+    return True
+
+
+def allocation_results(search: Search | Chosen) -> list[dict[str, Any]]:
     out = []
     binding = search.features.binding_conditions
     for ci, claim in enumerate(search.claims):

@@ -8,19 +8,17 @@ capacity and binding conditions off it behaves as upstream's "stable" variant in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import NamedTuple
+from types import MappingProxyType
 
 from scheduler.framework import (
     ALLOCATION_MODE_ALL,
-    ALLOCATION_MODE_EXACT_COUNT,
     ALLOCATION_RESULTS_MAX_SIZE,
     TAINT_EFFECT_NO_EXECUTE,
     TAINT_EFFECT_NO_SCHEDULE,
     Device,
     DeviceClass,
-    DeviceRequest,
     ExactRequest,
     ResourceClaim,
     ResourceSlice,
@@ -28,42 +26,15 @@ from scheduler.framework import (
 
 from ..cel import CELError, SelectorCache, enhance_runtime_error
 from . import capacity as cap
-from .constraints import Constraint, DistinctAttribute, MatchAttribute
+from .constraints import Constraint
 from .pools import Pool
+from .requests import Candidate, Prepared, RequestData, RequestKey, claim_ref, prepare
 from .types import AllocatedState, AllocationError, AllocationTimeout, Deadline, DeviceID, Features
+
+_NONE: Mapping[str, Fraction] = MappingProxyType({})
 
 #: A pool's identity (driver, pool name): upstream's PoolID.
 PoolKey = tuple[str, str]
-
-
-class RequestKey(NamedTuple):
-    claim: int
-    request: int
-    sub: int
-
-
-@dataclass(slots=True)
-class RequestData:
-    request: ExactRequest
-    parent: DeviceRequest | None
-    device_class: DeviceClass
-    num_devices: int = 0
-    selected_sub: int = 0
-    all_devices: list[Candidate] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        if self.parent is not None:
-            return f"{self.parent.name}/{self.request.name}"
-        return self.request.name
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Candidate:
-    id: DeviceID
-    device: Device
-    slice: ResourceSlice
-    pool: Pool
 
 
 @dataclass(slots=True)
@@ -84,12 +55,34 @@ class Stop(Exception):
     """The result-size limit was reached (errAllocationResultMaxSizeExceeded)."""
 
 
-def claim_ref(claim: ResourceClaim) -> str:
-    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
+#: RequestKey's construction without its Python-level __new__ (one per search step).
+_request_key = tuple.__new__
 
 
 class Search:
     """One Allocate call for one node: the per-call state upstream keeps in `allocator`."""
+
+    __slots__ = (
+        "allocating",
+        "allocating_capacity",
+        "available_counters",
+        "claims",
+        "classes",
+        "constraints",
+        "consumed_counters",
+        "deadline",
+        "features",
+        "labels",
+        "matches",
+        "node_name",
+        "pools",
+        "request_data",
+        "results",
+        "selected",
+        "selectors",
+        "state",
+        "steps",
+    )
 
     def __init__(
         self,
@@ -117,148 +110,49 @@ class Search:
         self.request_data: dict[RequestKey, RequestData] = {}
         self.constraints: list[list[Constraint]] = []
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
+        #: The subrequest chosen per (claim, request) with firstAvailable.
+        self.selected: dict[tuple[int, int], int] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, dict[str, Fraction]] = {}
         self.results: list[list[DeviceResult]] = [[] for _ in claims]
         self.steps = 0
         self.deadline: Deadline | None = None
 
-    # --- preparation ------------------------------------------------------------------------
-
-    def prepare(self) -> None:
-        """Checks every request and constraint, counts devices (validateDeviceRequest)."""
-        for ci, claim in enumerate(self.claims):
-            minimum = 0
-            for ri, request in enumerate(claim.requests):
-                subs = request.first_available
-                if subs and not self.features.prioritized_list:
-                    raise AllocationError(
-                        f"claim {claim_ref(claim)}, request {request.name}: has subrequests, "
-                        "but the DRAPrioritizedList feature is disabled"
-                    )
-                # The stable variant knows no capacity requests and ignores them.
-                if not self.features.consumable_capacity and not self.features.stable:
-                    if (
-                        request.exactly is not None
-                        and request.exactly.capacity_requests is not None
-                    ):
-                        raise AllocationError(
-                            f"claim {claim_ref(claim)}, request {request.name}: has capacity "
-                            "requests, but the DRAConsumableCapacity feature is disabled"
-                        )
-                    for sub in subs:
-                        if sub.capacity_requests is not None:
-                            raise AllocationError(
-                                f"claim {claim_ref(claim)}, subrequest {sub.name}: has capacity "
-                                "requests, but the DRAConsumableCapacity feature is disabled"
-                            )
-                if subs:
-                    least = None
-                    for si, sub in enumerate(subs):
-                        data = self._validate(ci, sub, request, RequestKey(ci, ri, si))
-                        self.request_data[RequestKey(ci, ri, si)] = data
-                        least = data.num_devices if least is None else min(least, data.num_devices)
-                    minimum += least or 0
-                else:
-                    if request.exactly is None:
-                        raise AllocationError(
-                            f"claim {claim_ref(claim)}, request {request.name}: missing device "
-                            "class name (unsupported request type?)"
-                        )
-                    data = self._validate(ci, request.exactly, None, RequestKey(ci, ri, 0))
-                    self.request_data[RequestKey(ci, ri, 0)] = data
-                    minimum += data.num_devices
-            if minimum > ALLOCATION_RESULTS_MAX_SIZE:
-                raise AllocationError(
-                    f"claim {claim_ref(claim)}: number of requested devices {minimum} exceeds "
-                    f"the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
-                )
-            constraints: list[Constraint] = []
-            for i, c in enumerate(claim.constraints):
-                if c.match_attribute is not None:
-                    constraints.append(MatchAttribute(c.requests, c.match_attribute))
-                elif c.distinct_attribute is not None and not self.features.stable:
-                    constraints.append(DistinctAttribute(c.requests, c.distinct_attribute))
-                else:
-                    raise AllocationError(
-                        f"claim {claim_ref(claim)}, constraint #{i}: empty constraint "
-                        "(unsupported constraint type?)"
-                    )
-            self.constraints.append(constraints)
-
-    def _validate(
-        self, ci: int, request: ExactRequest, parent: DeviceRequest | None, key: RequestKey
-    ) -> RequestData:
-        claim = self.claims[ci]
-        where = f"claim {claim_ref(claim)}, request {request.name}"
-        for i, sel in enumerate(request.selectors):
-            if sel is None:
-                raise AllocationError(
-                    f"{where}, selector #{i}: CEL expression empty (unsupported selector type?)"
-                )
-        if not self.features.admin_access and request.admin_access is not None:
-            raise AllocationError(
-                f"{where}: admin access is requested, but the feature is disabled"
+    def prepare(self, prepared: Prepared | None = None) -> Prepared:
+        """Takes the claims' preparation (made here when not given), with fresh constraints."""
+        if prepared is None:
+            prepared = prepare(
+                self.features, self.classes, self.claims, self.pools, self._selectable
             )
-        if not request.device_class_name:
-            raise AllocationError(f"{where}: missing device class name (unsupported request type?)")
-        device_class = self.classes.get(request.device_class_name)
-        if device_class is None:
-            raise AllocationError(
-                f"{where}: could not retrieve device class {request.device_class_name}: "
-                f'deviceclass.resource.k8s.io "{request.device_class_name}" not found'
-            )
-        data = RequestData(request, parent, device_class)
-        if request.allocation_mode == ALLOCATION_MODE_EXACT_COUNT:
-            data.num_devices = request.count
-        elif request.allocation_mode == ALLOCATION_MODE_ALL:
-            for pool in self.pools:
-                if pool.incomplete:
-                    raise AllocationError(
-                        f"{where}: asks for all devices, but resource pool {pool.id} is "
-                        "currently being updated"
-                    )
-                if pool.invalid:
-                    raise AllocationError(
-                        f"{where}: asks for all devices, but resource pool {pool.id} is "
-                        "currently invalid"
-                    )
-                for s in pool.slices:
-                    for device in s.devices:
-                        if not self._selectable(key, data, s, device):
-                            continue
-                        candidate = Candidate(
-                            DeviceID(s.driver, s.pool, device.name), device, s, pool
-                        )
-                        # Static capacity only: what is consumed already is checked when the
-                        # device is taken, so a request for all devices then fails.
-                        if self.features.consumable_capacity and not cap.fits(
-                            {}, request.capacity_requests, device.capacity, {}
-                        ):
-                            continue
-                        data.all_devices.append(candidate)
-            data.num_devices = len(data.all_devices)
-        else:
-            raise AllocationError(f"{where}: unsupported count mode {request.allocation_mode}")
-        return data
+        self.request_data = prepared.request_data
+        self.constraints = [
+            [kind(requests, attribute) for kind, requests, attribute in specs] if specs else []
+            for specs in prepared.constraints
+        ]
+        return prepared
 
     # --- device checks ----------------------------------------------------------------------
 
     def _selectable(
-        self, key: RequestKey, data: RequestData, s: ResourceSlice, device: Device
+        self,
+        key: RequestKey,
+        data: RequestData,
+        pool: Pool,
+        s: ResourceSlice,
+        device: Device,
+        device_id: DeviceID,
     ) -> bool:
         """Class and request selectors, and per-device node selection (isSelectable)."""
         if not self.features.binding_conditions and device.binding_conditions:
             return False
-        device_id = DeviceID(s.driver, s.pool, device.name)
         cached = self.matches.get((device_id, key))
         if cached is not None:
             return cached
         result = (
             self._selectors_match(
-                key, device, device_id, data.device_class, data.device_class.selectors
+                key, pool, device, device_id, data.device_class, data.device_class.selectors
             )
-            and self._selectors_match(key, device, device_id, None, data.request.selectors)
+            and self._selectors_match(key, pool, device, device_id, None, data.request.selectors)
             and (
                 not s.per_device_node_selection
                 or device.target.matches(self.node_name, self.labels)
@@ -270,17 +164,27 @@ class Search:
     def _selectors_match(
         self,
         key: RequestKey,
+        pool: Pool,
         device: Device,
         device_id: DeviceID,
         device_class: DeviceClass | None,
         selectors: tuple[str | None, ...],
     ) -> bool:
-        owner = (
-            f"class {device_class.name}"
-            if device_class is not None
-            else f"claim {claim_ref(self.claims[key.claim])}"
-        )
+        """Every selector accepts the device. A selector's verdict on a device is kept in its
+        pool: a device's attributes only change with its slice, and a new slice means new
+        pools."""
+        cel = pool.cel
         for i, expression in enumerate(selectors):
+            verdict = cel.get((expression, device.name)) if expression is not None else None
+            if verdict is not None:
+                if not verdict:
+                    return False
+                continue
+            owner = (
+                f"class {device_class.name}"
+                if device_class is not None
+                else f"claim {claim_ref(self.claims[key.claim])}"
+            )
             if expression is None:
                 raise AllocationError(
                     f"{owner}: selector #{i}: CEL expression empty (unsupported selector type?)"
@@ -296,17 +200,18 @@ class Search:
                     f"{owner}: selector #{i} on device {device_id}: CEL runtime error: "
                     f"{enhance_runtime_error(str(err))}"
                 ) from err
+            cel[(expression, device.name)] = matched
             if not matched:
                 return False
         return True
 
     def _fits(self, request: ExactRequest, c: Candidate) -> bool:
-        consumed = self.state.aggregated_capacity.get(c.id, {})
+        consumed = self.state.aggregated_capacity.get(c.id, _NONE)
         ok = cap.fits(
             consumed,
             request.capacity_requests,
             c.device.capacity,
-            self.allocating_capacity.get(c.id, {}),
+            self.allocating_capacity.get(c.id, _NONE),
         )
         return bool(ok)
 
@@ -397,12 +302,12 @@ class Search:
                 return self.allocate_one(ci + 1, 0, 0, 0, False, (0, 0, 0))
             except Stop:
                 return False
-        key = RequestKey(ci, ri, si)
+        key = _request_key(RequestKey, (ci, ri, si))
         data = self.request_data[key]
         if not in_sub and data.parent is not None:
             all_exceeded = True
             sub = 0
-            while RequestKey(ci, ri, sub) in self.request_data:
+            while (ci, ri, sub) in self.request_data:
                 try:
                     success = self.allocate_one(ci, ri, sub, di, True, (0, 0, 0))
                 except Stop:
@@ -410,7 +315,7 @@ class Search:
                     continue
                 all_exceeded = False
                 if success:
-                    data.selected_sub = sub
+                    self.selected[(ci, ri)] = sub
                     return True
                 sub += 1
             if all_exceeded:
@@ -443,20 +348,21 @@ class Search:
                 continue
             for sli in range(s0 if pi == p0 else 0, len(pool.slices)):
                 s = pool.slices[sli]
+                ids = pool.ids[sli]
                 first = d0 if (pi == p0 and sli == s0) else 0
                 for dvi in range(first, len(s.devices)):
                     device = s.devices[dvi]
-                    device_id = DeviceID(pool.driver, pool.pool, device.name)
+                    device_id = ids[dvi]
                     if admin and ci in self.allocating.get(device_id, ()):
                         continue
                     if not admin and self._in_use(device_id):
                         continue
-                    if not self._selectable(key, data, s, device):
+                    if not self._selectable(key, data, pool, s, device, device_id):
                         continue
                     candidate = Candidate(device_id, device, s, pool)
                     if self.features.consumable_capacity and not self._fits(request, candidate):
                         continue
-                    undo = self.allocate_device(key, candidate, must=False)
+                    undo = self.allocate_device(key, candidate, must=False, fitted=True)
                     if undo is None:
                         continue
                     try:
@@ -477,12 +383,14 @@ class Search:
         return (0, 0, 0) if self.features.stable else (pi, sli, dvi + 1)
 
     def allocate_device(
-        self, key: RequestKey, c: Candidate, must: bool
+        self, key: RequestKey, c: Candidate, must: bool, fitted: bool = False
     ) -> Callable[[], None] | None:
         """Takes the device for the request if it is free, untainted (or tolerated), within
         counters, capacity and constraints; returns how to give it back (allocateDevice).
         Every rejection after the counters were taken gives back what this call took, as
-        upstream's rollbackDevice does, so a rejected candidate leaves no trace."""
+        upstream's rollbackDevice does, so a rejected candidate leaves no trace. `fitted`:
+        the caller found the capacity fits just before, and nothing here changes what it
+        compared, so upstream's second check would agree."""
         claim = self.claims[key.claim]
         data = self.request_data[key]
         request = data.request
@@ -524,7 +432,7 @@ class Search:
             rollback.marked = True
         consumed: dict[str, Fraction] = {}
         if self.features.consumable_capacity:
-            if not self._fits(request, c):
+            if not fitted and not self._fits(request, c):
                 rollback()
                 return None
             if multi:
