@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.framework import (
+    BatchScorePlugin,
     EnqueueExtensions,
     FilterPlugin,
     Handle,
@@ -18,7 +19,6 @@ from scheduler.framework import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     ReservePlugin,
-    ScorePlugin,
     SignPlugin,
 )
 from scheduler.plugins.dynamic_resources.args import decode_args
@@ -43,7 +43,7 @@ SPEC = PluginSpec(
         PreFilterPlugin,
         FilterPlugin,
         PostFilterPlugin,
-        ScorePlugin,
+        BatchScorePlugin,
         ReservePlugin,
         PreBindPreFlightPlugin,
         EnqueueExtensions,

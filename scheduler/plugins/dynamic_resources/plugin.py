@@ -18,6 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from scheduler.framework import (
     ClusterEventWithHint,
     Code,
@@ -26,6 +29,7 @@ from scheduler.framework import (
     Handle,
     NodeInfo,
     NodeSelector,
+    NodeTable,
     NodeToStatus,
     Pod,
     PostFilterResult,
@@ -445,6 +449,16 @@ class DynamicResources:
                     if f"{request.name}/{sub.name}" in used:
                         score += FIRST_AVAILABLE_MAX - i
         return score
+
+    def score_batch(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: npt.NDArray[np.intp]
+    ) -> ScoreColumn | None:
+        """Zero on every row at once when no claim has a firstAvailable list (most pods have
+        no claim at all), so such pods cost no per-node call; else None, node by node."""
+        s = state.get(_STATE_KEY)
+        if isinstance(s, PodState) and any(r.first_available for c in s.claims for r in c.requests):
+            return None
+        return np.zeros(len(rows), np.int64)
 
     def score_extensions(self) -> ScoreExtensions | None:
         return self

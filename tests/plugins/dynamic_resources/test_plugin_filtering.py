@@ -3,6 +3,7 @@ kube-scheduler v1.37's messages."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from scheduler.framework import ArgsError
@@ -121,6 +122,30 @@ def test_score_prefers_the_first_available_subrequest() -> None:
     assert r.feasible == ["n1", "n2"]
     assert r.raw_scores == {"n1": 8, "n2": 7}
     assert r.scores == {"n1": 100, "n2": 87}
+
+
+def test_score_is_one_zero_column_unless_a_claim_has_a_first_available_list() -> None:
+    h = handle(
+        ("n1", "n2"),
+        claims=(claim("c1"),),
+        slices=(gpu_slice("n1", "gpu-0"), gpu_slice("n2", "gpu-0")),
+    )
+    p = plugin(h)
+    rows = np.array([0, 1], np.intp)
+    for subject in (pod("plain"), pod("p", claims={"gpu": "c1"})):
+        r = run_plugin(p, subject, h.snap)  # checks the column against score per node
+        assert r.raw_scores == {"n1": 0, "n2": 0}
+        column = p.score_batch(r.state, subject, h.snap.table, rows)
+        assert column is not None and column.tolist() == [0, 0]
+    ranked = handle(
+        ("n1",),
+        claims=(claim("c2", requests=[prioritized("gpu", sub_request("one", "gpu", 1))]),),
+        slices=(gpu_slice("n1", "gpu-0"),),
+    )
+    p = plugin(ranked)
+    subject = pod("q", claims={"gpu": "c2"})
+    r = run_plugin(p, subject, ranked.snap)
+    assert p.score_batch(r.state, subject, ranked.snap.table, rows[:1]) is None
 
 
 def test_args_defaults_and_validation() -> None:
