@@ -216,12 +216,6 @@ def render_html(report: Report) -> str:
         f"<p>Snapshot {escape(', '.join(report.snapshot))}: {report.nodes} nodes, "
         f"{report.existing_pods} pods; seed {report.seed}.</p>",
     ]
-    if report.added:
-        header.append(f"<p>Added {len(report.added)} pods.</p>")
-    if report.drained:
-        header.append(f"<p>Drained {escape(', '.join(report.drained))}.</p>")
-    if report.lost:
-        header.append(f"<p>Evicted, not recreated: {escape(', '.join(report.lost))}.</p>")
     header += [f"<p>{escape(line)}</p>" for line in what_if_lines(report)]
     body = header + [_config(cfg, report.shape) for cfg in report.configs]
     if report.differences:

@@ -256,8 +256,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "
 
 
 def what_if_lines(report: Report) -> list[str]:
-    """The what-if's changes other than added pods and drains, one line each."""
-    lines = [f"Scaled:   {s}" for s in report.scaled]
+    """The what-if's changes, one line each (the table's and the page's header)."""
+    lines = [f"Added:    {len(report.added)} pods"] if report.added else []
+    if report.drained:
+        lines.append(f"Drained:  {', '.join(report.drained)}")
+    if report.lost:
+        lines.append(f"Evicted, not recreated (no controller): {', '.join(report.lost)}")
+    lines += [f"Scaled:   {s}" for s in report.scaled]
     if report.scaled_down:
         lines.append(f"Scaled down, deleted: {', '.join(report.scaled_down)}")
     if report.removed_nodes:
@@ -273,12 +278,6 @@ def render_table(report: Report) -> str:
         f"Snapshot: {', '.join(report.snapshot)} ({report.nodes} nodes, "
         f"{report.existing_pods} pods); seed {report.seed}",
     ]
-    if report.added:
-        lines.append(f"Added:    {len(report.added)} pods")
-    if report.drained:
-        lines.append(f"Drained:  {', '.join(report.drained)}")
-    if report.lost:
-        lines.append(f"Evicted, not recreated (no controller): {', '.join(report.lost)}")
     lines += what_if_lines(report)
     for cfg in report.configs:
         lines.append("")

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from scheduler.framework import Device, parse_resource_slice
 from scheduler.plugins.dynamic_resources.cel import (
     NO_SUCH_KEY_HINT,
     CELError,
@@ -16,30 +15,7 @@ from scheduler.plugins.dynamic_resources.cel import (
     enhance_runtime_error,
     estimated_max_cost,
 )
-
-DRIVER = "dra.example.com"
-
-
-def device(
-    attributes: dict[str, Any] | None = None,
-    capacity: dict[str, Any] | None = None,
-    multi: bool | None = None,
-) -> Device:
-    raw: dict[str, Any] = {"name": "d", "attributes": attributes or {}, "capacity": capacity or {}}
-    if multi is not None:
-        raw["allowMultipleAllocations"] = multi
-    s = parse_resource_slice(
-        {
-            "metadata": {"name": "s"},
-            "spec": {"driver": DRIVER, "pool": {"name": "p"}, "devices": [raw]},
-        }
-    )
-    return s.devices[0]
-
-
-def run(expression: str, dev: Device | None = None, driver: str = DRIVER) -> bool:
-    return SelectorCache().get(expression).matches(driver, dev or device())
-
+from tests.plugins.dynamic_resources.cel_kit import DRIVER, device, run
 
 QUANTITY_TRUE = [
     'quantity("200M") == quantity("200M")',

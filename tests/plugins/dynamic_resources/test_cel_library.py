@@ -8,25 +8,15 @@ import re
 
 import pytest
 
-from scheduler.framework import Device, parse_resource_slice
-from scheduler.plugins.dynamic_resources.cel import CELError, SelectorCache, estimated_max_cost
+from scheduler.plugins.dynamic_resources.cel import CELError, estimated_max_cost
+from tests.plugins.dynamic_resources.cel_kit import device
+from tests.plugins.dynamic_resources.cel_kit import run as run_on
 
-DRIVER = "dra.example.com"
-
-
-def _device() -> Device:
-    raw = {"name": "d", "attributes": {"model": {"string": "a100-80gb"}, "numa": {"int": 1}}}
-    s = parse_resource_slice(
-        {
-            "metadata": {"name": "s"},
-            "spec": {"driver": DRIVER, "pool": {"name": "p"}, "devices": [raw]},
-        }
-    )
-    return s.devices[0]
+_DEVICE = device({"model": {"string": "a100-80gb"}, "numa": {"int": 1}})
 
 
 def run(expression: str) -> bool:
-    return SelectorCache().get(expression).matches(DRIVER, _device())
+    return run_on(expression, _DEVICE)
 
 
 TRUE = [

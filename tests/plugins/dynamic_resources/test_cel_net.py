@@ -8,25 +8,15 @@ import re
 
 import pytest
 
-from scheduler.framework import Device, parse_resource_slice
-from scheduler.plugins.dynamic_resources.cel import CELError, SelectorCache
+from scheduler.plugins.dynamic_resources.cel import CELError
+from tests.plugins.dynamic_resources.cel_kit import device
+from tests.plugins.dynamic_resources.cel_kit import run as run_on
 
-DRIVER = "dra.example.com"
-
-
-def _device() -> Device:
-    raw = {"name": "d", "attributes": {"addr": {"string": "10.1.2.3"}}}
-    s = parse_resource_slice(
-        {
-            "metadata": {"name": "s"},
-            "spec": {"driver": DRIVER, "pool": {"name": "p"}, "devices": [raw]},
-        }
-    )
-    return s.devices[0]
+_DEVICE = device({"addr": {"string": "10.1.2.3"}})
 
 
 def run(expression: str) -> bool:
-    return SelectorCache().get(expression).matches(DRIVER, _device())
+    return run_on(expression, _DEVICE)
 
 
 DOCUMENTED = [
