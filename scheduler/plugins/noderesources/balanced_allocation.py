@@ -25,6 +25,7 @@ from scheduler.framework import (
     signers,
 )
 from scheduler.plugins.noderesources.balanced_allocation_args import BalancedAllocationArgs
+from scheduler.plugins.noderesources.fit import DRA_SWITCH
 from scheduler.plugins.noderesources.requests import (
     node_vectors,
     pod_request_list,
@@ -35,8 +36,6 @@ from scheduler.plugins.noderesources.resource_allocation import BalancedAllocati
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 DRA_SCORE_STATE_KEY = PRE_SCORE_STATE_KEY + "DRA"
-#: kube-pysched's switch for DynamicResources (docs/dra.md).
-DRA_SWITCH = "PyschedDynamicResources"
 
 
 class BalancedAllocation:
@@ -49,8 +48,9 @@ class BalancedAllocation:
         self.scorer = BalancedScorer()
         #: Extended resources backed by DRA score by their devices (DRAExtendedResource); DRA
         #: is read only when a scored resource could be one.
-        dra_named = any(is_dra_extended_resource_name(r.name) for r in self.resources)
-        self._dra = handle.dra() if dra_named and handle.features.enabled(DRA_SWITCH) else None
+        self._dra_scored = [r.name for r in self.resources if is_dra_extended_resource_name(r.name)]
+        on = bool(self._dra_scored) and handle.features.enabled(DRA_SWITCH)
+        self._dra = handle.dra() if on else None
 
     def sign_pod(self, pod: Pod) -> tuple[list[SignFragment] | None, Status | None]:
         """The score depends on the pod's requests (containers and overhead)."""
@@ -61,7 +61,7 @@ class BalancedAllocation:
         if not any(requests):
             return Status(Code.SKIP)
         state.write(PRE_SCORE_STATE_KEY, requests)
-        dra = dra_score_state(self._dra, [r.name for r in self.resources])
+        dra = dra_score_state(self._dra, self._dra_scored)
         if dra is not None:
             state.write(DRA_SCORE_STATE_KEY, dra)
         return None

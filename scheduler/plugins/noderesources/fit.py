@@ -211,6 +211,9 @@ class NodeResourcesFit:
         self._waiting = WaitingPreemptors(handle, self._fits)
         #: Extended resources backed by DRA (DRAExtendedResource, GA in v1.37).
         self._dra: DRAManager | None = handle.dra() if handle.features.enabled(DRA_SWITCH) else None
+        #: The scored resources that could be extended resources backed by DRA, found once:
+        #: PreScore reads DRA only when there is one.
+        self._dra_scored = [r.name for r in self.resources if is_dra_extended_resource_name(r.name)]
 
     def delegated(self, pod: Pod) -> frozenset[str]:
         """The pod's extended resources some DeviceClass serves: on a node without them,
@@ -493,9 +496,10 @@ class NodeResourcesFit:
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status | None:
         state.write(PRE_SCORE_STATE_KEY, pod_request_list(pod, self.resources, False))
-        dra = dra_score_state(self._dra, [r.name for r in self.resources])
-        if dra is not None:
-            state.write(DRA_SCORE_STATE_KEY, dra)
+        if self._dra_scored:
+            dra = dra_score_state(self._dra, self._dra_scored)
+            if dra is not None:
+                state.write(DRA_SCORE_STATE_KEY, dra)
         return None
 
     def _dra_score_state(self, state: CycleState) -> DRAScoreState | None:
